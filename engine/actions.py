@@ -1,0 +1,101 @@
+"""The multi-discrete action vector (paper Sec. IV-A.1) and its mask.
+
+Vector layout: `[transformation, size_0, ..., size_{N-1}, loop]` with
+- transformation: index into engine.config.TRANSFORMATIONS (T, TP, TF, I, V, NT);
+- size_i: index into Limits.tile_sizes for loop position i (used by T, TP, TF; others ignore it);
+- loop: level pointer - the loop placed at the next interchange position (used by I).
+
+Sub-action masks do not depend on each other except through the transformation, so `flat_mask`
+allows a tile size when any tiled transformation allows it; for TP and TF the env then treats a
+reduction loop's size as 0 (not tiled), which keeps every masked sample legal. The per-head masks
+(`head_masks`) keep T, TP and TF apart for agents with one head per tiled transformation (paper Sec. V).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from engine.config import DEFAULT_LIMITS, TRANSFORMATIONS, Limits
+from engine.schedule import TILED, Action
+from engine.session import Session
+from engine.state import ActionMask
+
+
+def nvec(limits: Limits = DEFAULT_LIMITS) -> list[int]:
+    return [len(TRANSFORMATIONS)] + [limits.n_tile_sizes] * limits.n_loops + [limits.n_loops]
+
+
+def head_masks(mask: ActionMask, limits: Limits = DEFAULT_LIMITS) -> dict[str, np.ndarray]:
+    """Boolean masks per head: transformation (6), T/TP/TF (N x M), interchange (N)."""
+    out = {"transformation": np.array([mask.transformation[k].allowed for k in TRANSFORMATIONS], bool)}
+    for k in TILED:
+        out[k] = np.array([[c.allowed for c in row] for row in mask.tile[k]], bool)
+    out["I"] = np.array([c.allowed for c in mask.interchange], bool)
+    return out
+
+
+def flat_mask(mask: ActionMask | None, limits: Limits = DEFAULT_LIMITS) -> tuple[np.ndarray, ...]:
+    """Per-dimension int8 masks in the form `MultiDiscrete.sample(mask=...)` accepts."""
+    if mask is None:  # episode over: only NT, everything else "no-op" index 0
+        t = np.zeros(len(TRANSFORMATIONS), np.int8)
+        t[TRANSFORMATIONS.index("NT")] = 1
+        sizes = [np.eye(1, limits.n_tile_sizes, 0, dtype=np.int8)[0] for _ in range(limits.n_loops)]
+        return (t, *sizes, np.eye(1, limits.n_loops, 0, dtype=np.int8)[0])
+    h = head_masks(mask, limits)
+    t = h["transformation"].astype(np.int8)
+    tiled = [k for k in TILED if mask.transformation[k].allowed] or ["T"]
+    union = np.zeros((limits.n_loops, limits.n_tile_sizes), bool)
+    for k in tiled:
+        union |= h[k]
+    inter = h["I"].astype(np.int8)
+    if not inter.any():
+        inter[0] = 1  # ignored unless I is chosen, and I is masked then
+    return (t, *[row.astype(np.int8) for row in union], inter)
+
+
+def to_action(session: Session, vec) -> tuple[str, Action | int]:
+    """Decode a vector: ("action", Action) or ("point", loop) for a level-pointer sub-step."""
+    limits = session.limits
+    kind = TRANSFORMATIONS[int(vec[0])]
+    st = session.current
+    if kind == "I":
+        return "point", int(vec[1 + limits.n_loops])
+    if kind in TILED:
+        assert st is not None
+        sizes = []
+        for pos in range(st.n_loops):
+            s = limits.tile_sizes[int(vec[1 + pos])] if pos < limits.n_loops else 0
+            if kind in ("TP", "TF") and st.op.loops[st.loop_at(pos)].iterator == "reduction":
+                s = 0
+            sizes.append(s)
+        return "action", Action(kind, tuple(sizes))
+    return "action", Action(kind)
+
+
+def apply_vector(session: Session, vec) -> Session:
+    """Apply a multi-discrete action to the session (ScheduleError if masked)."""
+    what, a = to_action(session, vec)
+    if what == "point":
+        return session.point(int(a))  # type: ignore[arg-type]
+    return session.apply(a)  # type: ignore[arg-type]
+
+
+def to_vectors(session: Session, action: Action) -> list[np.ndarray] | None:
+    """The vector(s) that produce `action` now (N level-pointer steps for I); None if not encodable."""
+    limits = session.limits
+    base = np.zeros(len(nvec(limits)), np.int64)
+    base[0] = TRANSFORMATIONS.index(action.kind)
+    if action.kind in TILED:
+        for pos, s in enumerate(action.params[: limits.n_loops]):
+            if s not in limits.tile_sizes:
+                return None
+            base[1 + pos] = limits.tile_sizes.index(s)
+        return [base]
+    if action.kind == "I":
+        out = []
+        for loop in action.params:
+            v = base.copy()
+            v[1 + limits.n_loops] = loop
+            out.append(v)
+        return out
+    return [base]

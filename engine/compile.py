@@ -1,0 +1,249 @@
+"""Inside a worker process: apply a transform script, lower to LLVM, JIT, run and time.
+
+Everything here can abort or hang the process on bad input (LLVM assertions are on in the wheels),
+so only `engine.worker` calls it. Pipelines are the spike's verified ones (spike README "Lowering").
+"""
+
+from __future__ import annotations
+
+import ctypes
+import glob
+import os
+import sys
+import time
+
+import numpy as np
+
+BUFFERIZE = ("canonicalize,cse,one-shot-bufferize{bufferize-function-boundaries "
+             "function-boundary-type-conversion=identity-layout-map},buffer-deallocation-pipeline")
+SERIAL = (
+    "func.func(convert-linalg-to-loops),scf-forall-to-for,"
+    "func.func(lower-vector-mask,lower-vector-multi-reduction),func.func(convert-vector-to-scf{full-unroll=true}),"
+    "lower-affine,convert-scf-to-cf,expand-strided-metadata,lower-affine,convert-vector-to-llvm,convert-ub-to-llvm,"
+    "finalize-memref-to-llvm,convert-math-to-llvm,convert-math-to-libm,convert-arith-to-llvm,convert-index-to-llvm,convert-cf-to-llvm,"
+    "convert-func-to-llvm,reconcile-unrealized-casts"
+)
+# finalize-memref-to-llvm must come before convert-scf-to-cf (scf-to-openmp makes alloca_scope regions)
+OPENMP = (
+    "func.func(convert-linalg-to-loops),scf-forall-to-parallel,convert-scf-to-openmp{num-threads=0},"
+    "func.func(lower-vector-mask,lower-vector-multi-reduction),func.func(convert-vector-to-scf{full-unroll=true}),"
+    "lower-affine,expand-strided-metadata,lower-affine,finalize-memref-to-llvm,convert-scf-to-cf,"
+    "convert-vector-to-llvm,convert-ub-to-llvm,convert-math-to-llvm,convert-math-to-libm,convert-arith-to-llvm,convert-index-to-llvm,"
+    "convert-cf-to-llvm,convert-openmp-to-llvm,convert-func-to-llvm,reconcile-unrealized-casts"
+)
+
+
+def pipeline(parallel: bool) -> str:
+    return f"builtin.module({BUFFERIZE},{OPENMP if parallel else SERIAL})"
+
+
+def mlir_lib_dir() -> str:
+    import mlir
+
+    return os.path.join(os.path.dirname(mlir.__path__[0] + "/"), "lib")
+
+
+def openmp_library() -> str | None:
+    """An OpenMP runtime providing __kmpc_* (libgomp does not): Intel's from pip, or LLVM's libomp."""
+    env = os.environ.get("MLIR_RL_OPENMP")
+    if env:
+        return env if os.path.exists(env) else None
+    cands = [os.path.join(sys.prefix, "lib", "libiomp5.so")]
+    cands += sorted(glob.glob("/usr/lib/x86_64-linux-gnu/libomp.so*")) + sorted(glob.glob("/usr/lib/llvm-*/lib/libomp.so*"))
+    for c in cands:
+        if os.path.exists(c):
+            return c
+    return None
+
+
+def aligned_empty(shape: tuple[int, ...], dtype: str, align: int = 64) -> np.ndarray:
+    """64-byte aligned arrays: numpy's default alignment gave bimodal timings in the spike."""
+    dt = np.dtype(dtype)
+    n = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
+    buf = np.empty(n + align, np.uint8)
+    start = (-buf.ctypes.data) % align
+    return buf[start:start + n].view(dt).reshape(shape)
+
+
+def random_inputs(specs, seed: int) -> list[np.ndarray]:
+    """Seeded inputs: normal floats, small integers, random booleans."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for s in specs:
+        a = aligned_empty(s.shape, s.numpy_dtype)
+        if s.dtype.startswith("f"):
+            a[...] = rng.standard_normal(s.shape).astype(a.dtype)
+        elif s.dtype == "i1":
+            a[...] = rng.integers(0, 2, s.shape).astype(bool)
+        else:
+            a[...] = rng.integers(-8, 8, s.shape).astype(a.dtype)
+        out.append(a)
+    return out
+
+
+class Stages:
+    """Wall time of each stage, in seconds."""
+
+    def __init__(self) -> None:
+        self.t: dict[str, float] = {}
+
+    def time(self, name: str):
+        stages = self
+
+        class _C:
+            def __enter__(self):
+                self.t0 = time.perf_counter()
+
+            def __exit__(self, *a):
+                stages.t[name] = stages.t.get(name, 0.0) + time.perf_counter() - self.t0
+
+        return _C()
+
+
+class StageError(Exception):
+    """A failure attributed to one stage: 'transform' or 'compile'."""
+
+    def __init__(self, stage: str, message: str) -> None:
+        super().__init__(message)
+        self.stage = stage
+
+
+def _one_line(e: BaseException) -> str:
+    diags = getattr(e, "error_diagnostics", None)
+    if diags:
+        return str(diags[0].message).splitlines()[0]
+    lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
+    for ln in lines:
+        if "error:" in ln:
+            return ln.split("error:", 1)[1].strip()
+    return lines[0] if lines else type(e).__name__
+
+
+def find_named_sequence(tmod):
+    from mlir import ir
+
+    for op in tmod.body.operations:
+        if op.operation.name == "transform.named_sequence" and \
+                ir.StringAttr(op.operation.attributes["sym_name"]).value == "__transform_main":
+            return op
+    raise StageError("transform", "no @__transform_main in the transform script")
+
+
+class Compiled:
+    """A jitted program ready to call with pre-packed arguments."""
+
+    def __init__(self, engine, func: str, arg_specs, result_spec, keep) -> None:
+        from mlir import runtime as rt
+
+        self.engine, self.keep = engine, keep
+        self.result_spec = result_spec
+        self.fn = engine.lookup(func)  # ORC materializes (compiles) here
+        self.rt = rt
+        self.args: list[np.ndarray] = []
+        self.libc = ctypes.CDLL(None)
+        self.libc.free.argtypes = [ctypes.c_void_p]
+        self.arg_specs = arg_specs
+
+    def bind(self, arrays: list[np.ndarray]) -> None:
+        rt = self.rt
+        self.args = arrays
+        res_dt = np.dtype(self.result_spec.numpy_dtype)
+        self.res_desc = rt.make_nd_memref_descriptor(len(self.result_spec.shape), np.ctypeslib.as_ctypes_type(res_dt))()
+        ptrs = [ctypes.pointer(ctypes.pointer(self.res_desc))]
+        ptrs += [ctypes.pointer(ctypes.pointer(rt.get_ranked_memref_descriptor(a))) for a in arrays]
+        self._ptrs = ptrs
+        self.packed = (ctypes.c_void_p * len(ptrs))()
+        for i, p in enumerate(ptrs):
+            self.packed[i] = ctypes.cast(p, ctypes.c_void_p)
+        self._inputs = {a.ctypes.data for a in arrays}
+
+    def call(self) -> None:
+        self.fn(self.packed)
+
+    def result(self) -> np.ndarray:
+        shape = self.result_spec.shape
+        dt = np.dtype(self.result_spec.numpy_dtype)
+        if not shape:
+            return np.array(ctypes.cast(self.res_desc.aligned, ctypes.POINTER(np.ctypeslib.as_ctypes_type(dt)))[0])
+        return self.rt.ranked_memref_to_numpy(ctypes.pointer(self.res_desc)).astype(dt, copy=True).reshape(shape)
+
+    def free_result(self) -> None:
+        """Returned buffers belong to the caller: free them so a long-lived worker does not grow."""
+        ptr = ctypes.cast(self.res_desc.allocated, ctypes.c_void_p).value
+        if ptr and ptr not in self._inputs:
+            self.libc.free(ptr)
+        self.res_desc.allocated = 0
+
+
+def build(text: str, script_text: str | None, parallel: bool, func: str, arg_specs, result_spec,
+          stages: Stages, want_ir: bool = False) -> tuple[Compiled, str | None]:
+    """Parse, tag, transform, lower and JIT. Raises StageError('transform'|'compile', msg)."""
+    from mlir import ir
+    from mlir.dialects.transform import interpreter
+    from mlir.execution_engine import ExecutionEngine
+    from mlir.passmanager import PassManager
+
+    from engine.program import tag_ops
+
+    ctx = ir.Context()
+    transformed_ir = None
+    with ctx, ir.Location.unknown():
+        with stages.time("parse"):
+            module = ir.Module.parse(text)
+            tag_ops(module)
+        if script_text:
+            with stages.time("transform"):
+                try:
+                    tmod = ir.Module.parse(script_text)
+                    interpreter.apply_named_sequence(module, find_named_sequence(tmod), tmod)
+                except StageError:
+                    raise
+                except Exception as e:  # noqa: BLE001
+                    raise StageError("transform", _one_line(e)) from None
+        if want_ir:
+            transformed_ir = str(module)
+        for op in module.body.operations:
+            if op.operation.name == "func.func" and ir.StringAttr(op.attributes["sym_name"]).value == func:
+                op.attributes["llvm.emit_c_interface"] = ir.UnitAttr.get()
+        with stages.time("lower"):
+            try:
+                PassManager.parse(pipeline(parallel)).run(module.operation)
+            except Exception as e:  # noqa: BLE001
+                raise StageError("compile", _one_line(e)) from None
+        with stages.time("jit"):
+            libs = [os.path.join(mlir_lib_dir(), "libmlir_c_runner_utils.so")]
+            if parallel:
+                omp = openmp_library()
+                if omp is None:
+                    raise StageError("compile", "parallel schedule but no OpenMP runtime (pip install --no-deps intel-openmp)")
+                libs.append(omp)
+            try:
+                eng = ExecutionEngine(module, opt_level=3, shared_libs=libs)
+                compiled = Compiled(eng, func, arg_specs, result_spec, keep=(ctx, module))
+            except Exception as e:  # noqa: BLE001
+                raise StageError("compile", _one_line(e)) from None
+    return compiled, transformed_ir
+
+
+def transform_ir(text: str, script_text: str | None, stages: Stages) -> str:
+    """Apply the transform script and return the transformed IR (no compilation)."""
+    from mlir import ir
+    from mlir.dialects.transform import interpreter
+
+    from engine.program import tag_ops
+
+    ctx = ir.Context()
+    with ctx, ir.Location.unknown():
+        with stages.time("parse"):
+            module = ir.Module.parse(text)
+            tag_ops(module)
+        if script_text:
+            with stages.time("transform"):
+                try:
+                    tmod = ir.Module.parse(script_text)
+                    interpreter.apply_named_sequence(module, find_named_sequence(tmod), tmod)
+                except StageError:
+                    raise
+                except Exception as e:  # noqa: BLE001
+                    raise StageError("transform", _one_line(e)) from None
+        return str(module)

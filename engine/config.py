@@ -1,0 +1,62 @@
+"""Limits and defaults of the environment in one place (paper Table I and Sec. VII-A.5)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+#: Paper's six transformation kinds, in the order of the transformation head.
+TRANSFORMATIONS: tuple[str, ...] = ("T", "TP", "TF", "I", "V", "NT")
+
+#: Operation-type categories of the one-hot feature (paper Sec. IV-B).
+OP_TYPES: tuple[str, ...] = ("matmul", "conv_2d", "pooling", "add", "generic", "unknown")
+
+#: Arithmetic operations counted in the body (paper Sec. IV-B "Operations Count").
+ARITH_KINDS: tuple[str, ...] = ("add", "sub", "mul", "div", "exp")
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Fixed sizes of the observation and action spaces.
+
+    The defaults are the paper's (Sec. VII-A.5): N=12 loops, M=8 tile sizes (0 = not tiled),
+    L=14 arrays, D=12 access rank, tau=5 transformations per op.
+    """
+
+    n_loops: int = 12  # N
+    n_tile_sizes: int = 8  # M
+    n_arrays: int = 14  # L
+    max_rank: int = 12  # D
+    tau: int = 5  # schedule length per op before only V or NT remain
+    #: Tile-size candidates, index 0 means "not tiled". Length must equal n_tile_sizes.
+    tile_sizes: tuple[int, ...] = (0, 1, 2, 4, 8, 16, 32, 64)
+    #: Largest vector (product of the vectorized op's loop extents) V may produce (paper: 512).
+    max_vector_elements: int = 512
+    #: Interchange formulation: "pointers" (level pointers, N sub-steps) or "enumerated" (3N-6 swaps).
+    interchange: str = "pointers"
+
+    def __post_init__(self) -> None:
+        if len(self.tile_sizes) != self.n_tile_sizes:
+            raise ValueError("tile_sizes must have n_tile_sizes entries")
+        if self.interchange not in ("pointers", "enumerated"):
+            raise ValueError("interchange must be 'pointers' or 'enumerated'")
+
+
+@dataclass(frozen=True)
+class MeasureConfig:
+    """How a schedule is measured (paper Sec. VII-A.3, 2024 paper time-out rule)."""
+
+    runs: int = 5  # median of k runs
+    warmups: int = 1
+    seed: int = 0
+    timeout_factor: float = 10.0  # a run slower than 10x the baseline is a time-out
+    timeout_floor_s: float = 1.0
+    compile_timeout_s: float = 60.0
+    memory_limit_bytes: int = 8 << 30
+    rtol: float = 1e-3
+    atol_scale: float = 1e-4  # atol = atol_scale * max(1, max|baseline|)
+    workers: int = 2
+    extra: dict = field(default_factory=dict)
+
+
+DEFAULT_LIMITS = Limits()
+DEFAULT_MEASURE = MeasureConfig()

@@ -1,0 +1,18 @@
+"""Errors a user can cause, each explained in one line."""
+
+from __future__ import annotations
+
+
+class EngineError(Exception):
+    """An input or request the engine cannot handle; str() is one line naming the cause."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(" ".join(str(message).split()))
+
+
+class LoadError(EngineError):
+    """The program text cannot be loaded (parse error, dynamic shapes, no linalg op, ...)."""
+
+
+class ScheduleError(EngineError):
+    """Malformed schedule text or an action that is not legal for the op (masked)."""

@@ -1,0 +1,337 @@
+"""Per-op scheduling state and the action mask with a readable reason for every masked choice.
+
+The state follows what the transforms really do to the op: tiling shrinks the extents of the
+innermost (tiled) op, interchange permutes its loops, tiled fusion shrinks the fused producer, and
+V / NT end the op (paper Sec. IV-A and App. A; failure study in the spike README).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from engine.config import DEFAULT_LIMITS, TRANSFORMATIONS, Limits
+from engine.errors import ScheduleError
+from engine.program import LinalgOp, Program
+from engine.schedule import TILED, Action, Schedule
+
+
+@dataclass
+class OpState:
+    """Where one op stands in its schedule."""
+
+    op: LinalgOp
+    order: list[int]  # position -> original loop index (interchange permutes it)
+    extents: list[int]  # per original loop: extent of the innermost tiled op
+    actions: list[Action] = field(default_factory=list)
+    parallelized: bool = False
+    fused: bool = False  # TF done on this op (it fused its producer)
+    fused_into: str | None = None  # this op was fused into that consumer
+    tiled: bool = False
+    interchanged: bool = False
+    vectorized: bool = False
+    done: bool = False
+
+    @property
+    def n_loops(self) -> int:
+        return len(self.order)
+
+    def loop_at(self, pos: int) -> int:
+        return self.order[pos]
+
+    @property
+    def n_transforms(self) -> int:
+        """Non-terminal actions so far (counted against tau)."""
+        return sum(1 for a in self.actions if not a.terminal)
+
+    @property
+    def status(self) -> str:
+        if self.vectorized:
+            return "vectorized"
+        if self.done:
+            return "done"
+        if self.actions or self.fused_into:
+            return "scheduled"
+        return "untouched"
+
+    def copy(self) -> OpState:
+        return OpState(self.op, list(self.order), list(self.extents), list(self.actions), self.parallelized,
+                       self.fused, self.fused_into, self.tiled, self.interchanged, self.vectorized, self.done)
+
+
+def initial_state(op: LinalgOp) -> OpState:
+    n = len(op.loops)
+    return OpState(op, list(range(n)), [lp.bound for lp in op.loops])
+
+
+@dataclass
+class Choice:
+    """One choice in the mask: allowed or not, and why not."""
+
+    allowed: bool
+    reason: str = ""
+
+
+@dataclass
+class ActionMask:
+    """Mask of the multi-discrete action space for one op state (paper Sec. IV-A.2)."""
+
+    transformation: dict[str, Choice]
+    #: kind -> loop position -> candidate index -> Choice (for T, TP, TF).
+    tile: dict[str, list[list[Choice]]]
+    #: Level pointers: loop index -> Choice for the next interchange position.
+    interchange: list[Choice]
+    tile_sizes: tuple[int, ...] = ()
+
+    def allowed_kinds(self) -> list[str]:
+        return [k for k, c in self.transformation.items() if c.allowed]
+
+    def to_json(self) -> dict:
+        return {
+            "transformation": {k: {"allowed": c.allowed, "reason": c.reason} for k, c in self.transformation.items()},
+            "tile_sizes": list(self.tile_sizes),
+            "tile": {k: [[c.allowed for c in pos] for pos in v] for k, v in self.tile.items()},
+            "tile_reasons": {k: [[c.reason for c in pos] for pos in v] for k, v in self.tile.items()},
+            "interchange": [c.allowed for c in self.interchange],
+        }
+
+
+# ----------------------------------------------------------------------------------------------
+def transformation_reasons(st: OpState, program: Program, limits: Limits = DEFAULT_LIMITS,
+                           openmp: bool = True, pending: list[int] | None = None) -> dict[str, Choice]:
+    """Whether each of the six transformations is allowed now, with the reason when it is not."""
+    out: dict[str, Choice] = {}
+    if st.done:
+        done = Choice(False, f"{st.op.id} is finished ({st.status})")
+        return {k: done for k in TRANSFORMATIONS}
+    if pending:
+        busy = Choice(False, f"interchange in progress ({len(pending)} of {st.n_loops} levels chosen): complete it")
+        return {k: (Choice(True) if k == "I" else busy) for k in TRANSFORMATIONS}
+    over = st.n_transforms >= limits.tau
+    tau_reason = Choice(False, f"schedule length tau={limits.tau} reached: only V or NT")
+    if st.n_loops > limits.n_loops:
+        big = Choice(False, f"{st.op.name} has {st.n_loops} loops, more than N={limits.n_loops}")
+        out.update({k: big for k in ("T", "TP", "TF", "I")})
+    par = [st.op.loops[i].iterator == "parallel" for i in range(st.n_loops)]
+    for k in ("T", "TP", "TF"):
+        if k in out:
+            continue
+        if over:
+            out[k] = tau_reason
+        elif k == "T" and not any(e > 1 for e in st.extents):
+            out[k] = Choice(False, "every loop already has extent 1")
+        elif k == "TP" and st.parallelized:
+            out[k] = Choice(False, "TP at most once per op")
+        elif k == "TP" and not openmp:
+            out[k] = Choice(False, "no OpenMP runtime found (pip install --no-deps intel-openmp)")
+        elif k in ("TP", "TF") and not any(p and st.extents[i] > 1 for i, p in enumerate(par)):
+            out[k] = Choice(False, "no parallel loop with extent > 1 to tile in parallel")
+        elif k == "TF" and st.op.fusion_producer is None:
+            out[k] = Choice(False, f"{st.op.id} has no linalg producer to fuse")
+        elif k == "TF" and st.fused:
+            out[k] = Choice(False, "TF at most once per op: the producer is already fused")
+        elif k == "TF" and st.tiled:
+            out[k] = Choice(False, "TF must be the first tiling: fusion happens at the outermost tile loop")
+        elif k == "TF" and _producer_started(st, program):
+            out[k] = Choice(False, "the producer was already transformed")
+        else:
+            out[k] = Choice(True)
+    if "I" not in out:
+        if over:
+            out["I"] = tau_reason
+        elif st.n_loops < 2:
+            out["I"] = Choice(False, "a single loop cannot be interchanged")
+        else:
+            out["I"] = Choice(True)
+    out["V"] = vectorize_choice(st, limits)
+    out["NT"] = Choice(True)
+    return {k: out[k] for k in TRANSFORMATIONS}
+
+
+def _producer_started(st: OpState, program: Program) -> bool:
+    return False  # the traversal reaches producers after consumers; kept for API stability
+
+
+def vector_elements(st: OpState) -> int:
+    dims = range(st.n_loops)
+    if st.op.decompose_dims:
+        dims = [d for d in dims if d not in st.op.decompose_dims]
+    n = 1
+    for d in dims:
+        n *= st.extents[d]
+    return n
+
+
+def vectorize_choice(st: OpState, limits: Limits = DEFAULT_LIMITS) -> Choice:
+    """Vectorization pre-condition (paper Sec. IV-B) and the 512-element rule (Sec. IV-A.2)."""
+    op = st.op
+    if op.decompose_dims is not None:
+        if st.interchanged:
+            return Choice(False, "an interchanged convolution is a linalg.generic the vectorizer rejects")
+        oh, kh = op.decompose_dims
+        if st.extents[oh] != 1 or st.extents[kh] != 1:
+            return Choice(False, f"2-D {op.op_type} vectorizes only after tiling loops {st.order.index(oh)} "
+                                 f"(output height) and {st.order.index(kh)} (kernel height) to 1")
+    elif op.op_type == "conv_2d" or op.op_type == "pooling":
+        return Choice(False, f"{op.name} cannot be decomposed to a 1-D op for vectorization")
+    elif not _projected_permutations(op):
+        return Choice(False, "an access is not a projected permutation (the vectorizer rejects it)")
+    n = vector_elements(st)
+    if n > limits.max_vector_elements:
+        return Choice(False, f"vectorized extent {n} > {limits.max_vector_elements}: tile first "
+                             "(large vectors make compilation explode)")
+    return Choice(True)
+
+
+def vectorizable(st: OpState, limits: Limits = DEFAULT_LIMITS) -> bool:
+    """The paper's vectorization pre-condition flag, ignoring the size rule."""
+    return vectorize_choice(st, Limits(**{**limits.__dict__, "max_vector_elements": 1 << 62})).allowed
+
+
+def _projected_permutations(op: LinalgOp) -> bool:
+    for rows in op.access:
+        for row in rows:
+            nz = [c for c in row if c != 0]
+            if len(nz) > 1 or (nz and nz[0] != 1):
+                return False
+    return True
+
+
+def tile_choices(st: OpState, kind: str, limits: Limits = DEFAULT_LIMITS) -> list[list[Choice]]:
+    """For each loop position (N of them) and candidate tile size (M), whether it is allowed."""
+    rows: list[list[Choice]] = []
+    for pos in range(limits.n_loops):
+        row: list[Choice] = []
+        for s in limits.tile_sizes:
+            if pos >= st.n_loops:
+                row.append(Choice(s == 0, "" if s == 0 else f"the op has only {st.n_loops} loops"))
+                continue
+            d = st.loop_at(pos)
+            e = st.extents[d]
+            it = st.op.loops[d].iterator
+            if s == 0:
+                row.append(Choice(True))
+            elif kind in ("TP", "TF") and it == "reduction":
+                row.append(Choice(False, f"loop {pos} is a reduction: tiling it in parallel races"))
+            elif s > e:
+                row.append(Choice(False, f"tile {s} > extent {e} of loop {pos}"))
+            elif e % s:
+                row.append(Choice(False, f"tile {s} does not divide extent {e} of loop {pos}"))
+            else:
+                row.append(Choice(True))
+        rows.append(row)
+    return rows
+
+
+def interchange_choices(st: OpState, pending: list[int], limits: Limits = DEFAULT_LIMITS) -> list[Choice]:
+    """Level pointers: which loop can go to the next position (chosen loops are masked)."""
+    out = []
+    for n in range(limits.n_loops):
+        if n >= st.n_loops:
+            out.append(Choice(False, f"the op has only {st.n_loops} loops"))
+        elif n in pending:
+            out.append(Choice(False, f"loop {n} already placed"))
+        else:
+            out.append(Choice(True))
+    return out
+
+
+def action_mask(st: OpState, program: Program, limits: Limits = DEFAULT_LIMITS, openmp: bool = True,
+                pending: list[int] | None = None) -> ActionMask:
+    pending = pending or []
+    return ActionMask(
+        transformation=transformation_reasons(st, program, limits, openmp, pending),
+        tile={k: tile_choices(st, k, limits) for k in TILED},
+        interchange=interchange_choices(st, pending, limits),
+        tile_sizes=limits.tile_sizes,
+    )
+
+
+# ----------------------------------------------------------------------------------------------
+def step(st: OpState, action: Action, program: Program, limits: Limits = DEFAULT_LIMITS,
+         openmp: bool = True) -> OpState:
+    """Apply one action to an op state; ScheduleError names the reason if the action is masked."""
+    op = st.op
+    kinds = transformation_reasons(st, program, limits, openmp)
+    if action.kind not in kinds:
+        raise ScheduleError(f"unknown transformation {action.kind}")
+    if not kinds[action.kind].allowed:
+        raise ScheduleError(f"{op.id}: {action} is not allowed: {kinds[action.kind].reason}")
+    new = st.copy()
+    new.actions.append(action)
+    if action.kind in TILED:
+        sizes = action.params
+        if len(sizes) != st.n_loops:
+            raise ScheduleError(f"{op.id}: {action} needs {st.n_loops} tile sizes ({op.name} has {st.n_loops} loops)")
+        for pos, s in enumerate(sizes):
+            d = st.loop_at(pos)
+            if s < 0:
+                raise ScheduleError(f"{op.id}: {action}: tile size {s} is negative")
+            if s == 0:
+                continue
+            if action.kind in ("TP", "TF") and op.loops[d].iterator == "reduction":
+                raise ScheduleError(f"{op.id}: {action}: loop {pos} is a reduction: tiling it in parallel races")
+            if s > st.extents[d] or st.extents[d] % s:
+                raise ScheduleError(f"{op.id}: {action}: tile size {s} does not divide extent {st.extents[d]} "
+                                    f"of loop {pos}")
+        if any(sizes):
+            for pos, s in enumerate(sizes):
+                if s:
+                    new.extents[st.loop_at(pos)] = s
+            new.tiled = True
+        if action.kind == "TP":
+            new.parallelized = True
+        if action.kind == "TF":
+            new.fused = True
+    elif action.kind == "I":
+        perm = list(action.params)
+        if sorted(perm) != list(range(st.n_loops)):
+            raise ScheduleError(f"{op.id}: {action} is not a permutation of 0..{st.n_loops - 1}")
+        new.order = [st.order[p] for p in perm]
+        new.interchanged = True
+    elif action.kind == "V":
+        new.vectorized = True
+        new.done = True
+    elif action.kind == "NT":
+        new.done = True
+    if action.kind != "I" and action.params and len(action.params) != st.n_loops:
+        raise ScheduleError(f"{op.id}: {action} has the wrong number of parameters")
+    return new
+
+
+def fused_extents(consumer: OpState, producer: LinalgOp, tile_sizes: tuple[int, ...]) -> list[int]:
+    """Extents of the producer's clone after fusion into the consumer's tile (projected accesses)."""
+    extents = [lp.bound for lp in producer.loops]
+    cons = consumer.op
+    if cons.fusion_operand is None:
+        return extents
+    by_dim = {consumer.loop_at(p): s for p, s in enumerate(tile_sizes) if s}
+    c_rows = cons.access[cons.fusion_operand]
+    p_rows = producer.access[producer.n_inputs] if len(producer.access) > producer.n_inputs else []
+    for c_row, p_row in zip(c_rows, p_rows):
+        cd = [i for i, c in enumerate(c_row) if c]
+        pd = [i for i, c in enumerate(p_row) if c]
+        if len(cd) == 1 and len(pd) == 1 and c_row[cd[0]] == 1 and p_row[pd[0]] == 1 and cd[0] in by_dim:
+            extents[pd[0]] = by_dim[cd[0]]
+    return extents
+
+
+def replay(program: Program, schedule: Schedule, limits: Limits = DEFAULT_LIMITS,
+           openmp: bool = True) -> dict[str, OpState]:
+    """Check a whole schedule against the mask, in traversal order; returns the final op states."""
+    states = {o.id: initial_state(o) for o in program.ops}
+    for op_id in schedule.ops:
+        if op_id not in states:
+            known = ", ".join(states)
+            raise ScheduleError(f"unknown op id {op_id!r} in the schedule; this program has {known}")
+    for o in program.ops:
+        for a in schedule.actions(o.id):
+            st = states[o.id]
+            new = step(st, a, program, limits, openmp)
+            if a.kind == "TF" and o.fusion_producer and any(a.params):
+                prod = states[o.fusion_producer]
+                prod = prod.copy()
+                prod.extents = fused_extents(st, prod.op, a.params)
+                prod.fused_into = o.id
+                states[o.fusion_producer] = prod
+            states[o.id] = new
+    return states

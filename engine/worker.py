@@ -1,0 +1,187 @@
+"""Worker process: `python -m engine.worker` reads JSON requests on stdin, answers on a private fd.
+
+Each request transforms, compiles, runs, checks and times one (program, schedule). A request can kill
+this process (LLVM assertion, segfault, runaway memory): the parent (`engine.pool`) sees it, reports
+status crash and starts a fresh worker. Protocol: one JSON object per line; progress events
+{"event": "phase", ...} precede the final {"event": "result", ...}.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import sys
+import time
+from collections import OrderedDict
+
+import numpy as np
+
+
+def _send(out, obj: dict) -> None:
+    out.write(json.dumps(obj) + "\n")
+    out.flush()
+
+
+class _Baselines:
+    """Reference outputs of untransformed programs, per (program sha, seed), kept in memory."""
+
+    def __init__(self, size: int = 8) -> None:
+        self.size = size
+        self.data: OrderedDict = OrderedDict()
+
+    def get(self, key):
+        if key in self.data:
+            self.data.move_to_end(key)
+            return self.data[key]
+        return None
+
+    def put(self, key, value) -> None:
+        self.data[key] = value
+        self.data.move_to_end(key)
+        while len(self.data) > self.size:
+            self.data.popitem(last=False)
+
+
+def _timing_lock(path: str | None):
+    """Time one program at a time across workers (compile in parallel, time alone)."""
+
+    class _L:
+        def __enter__(self):
+            self.f = open(path, "a") if path else None
+            if self.f:
+                fcntl.flock(self.f, fcntl.LOCK_EX)
+
+        def __exit__(self, *a):
+            if self.f:
+                fcntl.flock(self.f, fcntl.LOCK_UN)
+                self.f.close()
+
+    return _L()
+
+
+def handle(req: dict, out, baselines: _Baselines) -> dict:
+    from engine.compile import Stages, StageError, build, random_inputs
+    from engine.program import TensorSpec
+
+    rid = req["id"]
+    specs = [TensorSpec(tuple(s), d) for s, d in req["args"]]
+    res_spec = TensorSpec(tuple(req["result"][0]), req["result"][1])
+    stages = Stages()
+    script = req.get("script") or None
+
+    def phase(name: str, i: int = 0, n: int = 0) -> None:
+        _send(out, {"id": rid, "event": "phase", "phase": name, "i": i, "n": n})
+
+    def result(status: str, **kw) -> dict:
+        return {"id": rid, "event": "result", "status": status,
+                "stages_ms": {k: v * 1e3 for k, v in stages.t.items()}, **kw}
+
+    if req.get("mode") == "ir":
+        from engine.compile import transform_ir
+
+        try:
+            text = transform_ir(req["program"], script, stages)
+        except StageError as e:
+            return result("transform-error", error=str(e))
+        return result("ok", transformed_ir=text)
+    key = (req["sha256"], req["seed"])
+    ref = baselines.get(key)
+    if ref is None and script:
+        phase("baseline")
+        try:
+            base, _ = build(req["program"], None, False, req["func"], specs, res_spec, Stages())
+        except StageError as e:
+            return result("compile-error", error=f"baseline: {e}")
+        base.bind(random_inputs(specs, req["seed"]))
+        base.call()
+        ref = base.result()
+        base.free_result()
+        baselines.put(key, ref)
+    phase("transform" if script else "compile")
+    try:
+        compiled, ir_text = build(req["program"], script, req["parallel"], req["func"], specs, res_spec, stages,
+                                  want_ir=req.get("want_ir", False))
+    except StageError as e:
+        status = "transform-error" if e.stage == "transform" else "compile-error"
+        return result(status, error=str(e))
+    phase("run", 0, req["runs"])
+    inputs = random_inputs(specs, req["seed"])
+    compiled.bind(inputs)
+    limit = req.get("run_limit_s")
+    with stages.time("run"):
+        t0 = time.perf_counter()
+        compiled.call()
+        first = time.perf_counter() - t0
+    output = compiled.result()
+    compiled.free_result()
+    extra = {"transformed_ir": ir_text} if ir_text is not None else {}
+    if ref is None:  # this is the baseline itself
+        ref = output
+        baselines.put(key, ref)
+    ok, err = _compare(output, ref, req["rtol"], req["atol_scale"])
+    if not ok:
+        return result("wrong-result", error=err, **extra)
+    if limit and first > limit:
+        return result("timeout", error=f"one run took {first:.2f} s, over the {limit:.2f} s limit "
+                                       f"({req.get('timeout_factor', 10):g}x the baseline)", **extra)
+    times = []
+    with _timing_lock(req.get("lock")):
+        for _ in range(req["warmups"]):
+            compiled.call()
+            compiled.free_result()
+        for i in range(req["runs"]):
+            phase("run", i + 1, req["runs"])
+            t0 = time.perf_counter_ns()
+            compiled.call()
+            times.append((time.perf_counter_ns() - t0) / 1e6)
+            compiled.free_result()
+            if limit and times[-1] > limit * 1e3:
+                return result("timeout", error=f"run {i + 1} took {times[-1] / 1e3:.2f} s, over the "
+                                                f"{limit:.2f} s limit", times_ms=times, **extra)
+    return result("ok", times_ms=times, time_ms=float(np.median(times)), **extra)
+
+
+def _compare(out: np.ndarray, ref: np.ndarray, rtol: float, atol_scale: float) -> tuple[bool, str]:
+    if out.shape != ref.shape:
+        return False, f"result shape {out.shape} differs from the baseline's {ref.shape}"
+    if out.dtype.kind in "biu":
+        bad = int(np.count_nonzero(out != ref))
+        return bad == 0, f"{bad} of {out.size} elements differ from the baseline"
+    a, b = out.astype(np.float64), ref.astype(np.float64)
+    finite = np.isfinite(b)
+    scale = float(np.abs(b[finite]).max()) if finite.any() else 1.0
+    atol = atol_scale * max(1.0, scale)
+    close = np.isclose(a, b, rtol=rtol, atol=atol, equal_nan=True)
+    if close.all():
+        return True, ""
+    bad = int(close.size - np.count_nonzero(close))
+    worst = float(np.nanmax(np.abs(a - b)))
+    return False, f"{bad} of {out.size} elements differ from the baseline (max abs error {worst:.3g})"
+
+
+def main() -> None:
+    # The protocol gets a private copy of stdout; fd 1 then points at stderr so that anything
+    # MLIR or LLVM prints cannot corrupt it.
+    proto = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    import mlir.ir  # noqa: F401  (import once, before the first request)
+
+    baselines = _Baselines()
+    _send(proto, {"event": "ready", "pid": os.getpid()})
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        req = json.loads(line)
+        try:
+            res = handle(req, proto, baselines)
+        except Exception as e:  # noqa: BLE001 - report, never die on a Python error
+            res = {"id": req.get("id"), "event": "result", "status": "crash",
+                   "error": f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"}
+        _send(proto, res)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,215 @@
+"""`mlir-rl-tui` command line: one entry point, `--json` prints one object, errors are one line."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Callable
+
+class CliError(Exception):
+    """An error to print as one line on stderr."""
+
+
+def fail(msg: str, code: int = 2) -> int:
+    print(f"mlir-rl-tui: error: {' '.join(str(msg).split())}", file=sys.stderr)
+    return code
+
+
+def emit(obj: dict) -> None:
+    sys.stdout.write(json.dumps(obj) + "\n")
+    sys.stdout.flush()
+
+
+def make_engine(args: argparse.Namespace):
+    from engine import Engine
+    from engine.config import MeasureConfig
+
+    cfg = MeasureConfig(runs=getattr(args, "runs", 5))
+    return Engine(config=cfg, cache=not getattr(args, "no_cache", False))
+
+
+# ------------------------------------------------------------------------------------------------
+def _add_inspect(p: argparse.ArgumentParser) -> Callable:
+    p.add_argument("file")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+
+    def run(args: argparse.Namespace) -> int:
+        from engine import Session, load_file
+
+        prog = load_file(args.file)
+        sess = Session(prog)
+        if args.json:
+            from engine.features import features
+            from engine.state import action_mask
+
+            ops = []
+            for o in prog.ops:
+                st = sess.states[o.id]
+                ops.append({
+                    "id": o.id, "name": o.name, "type": o.op_type, "location": o.location,
+                    "loops": [{"bound": lp.bound, "iterator": lp.iterator} for lp in o.loops],
+                    "producers": o.producers, "consumers": o.consumers, "fusion_producer": o.fusion_producer,
+                    "features": [float(x) for x in features(st)],
+                    "mask": action_mask(st, prog, sess.limits, sess.openmp).to_json(),
+                })
+            emit({"program": args.file, "sha256": prog.sha256, "function": prog.func_name, "ops": ops})
+            return 0
+        print(f"{args.file}: @{prog.func_name}, {len(prog.ops)} linalg ops (traversal order: last consumer first)")
+        for o in prog.ops:
+            st = sess.states[o.id]
+            loops = " ".join(f"{lp.bound}{'r' if lp.iterator == 'reduction' else 'p'}" for lp in o.loops)
+            links = []
+            if o.producers:
+                links.append("producers " + ",".join(o.producers))
+            if o.consumers:
+                links.append("consumers " + ",".join(o.consumers))
+            print(f"  {o.id:>5}  {o.name} {o.shape_text}  loops [{loops}]  line {o.location}  {'; '.join(links)}")
+            mask = action_mask(st, prog, sess.limits, sess.openmp)
+            for k, c in mask.transformation.items():
+                if not c.allowed:
+                    print(f"         {k:>2} masked: {c.reason}")
+        return 0
+
+    return run
+
+
+def _add_apply(p: argparse.ArgumentParser) -> Callable:
+    p.add_argument("file")
+    p.add_argument("--schedule", default="", help="e.g. 'op0: TP(64,64,0) T(8,32,1) V' ('' = baseline)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("-o", "--output", help="write the transformed module (before lowering) here")
+    p.add_argument("--emit-transform", help="write payload + transform script that mlir-opt --transform-interpreter replays")
+    p.add_argument("--runs", type=int, default=5, help="timed runs (median reported)")
+    p.add_argument("--no-cache", action="store_true", help="measure even if the cache has an answer")
+
+    def run(args: argparse.Namespace) -> int:
+        from engine import load_file, parse
+        from engine.state import replay
+
+        prog = load_file(args.file)
+        sched = parse(args.schedule)
+        replay(prog, sched)  # one-line ScheduleError before any work
+        if args.emit_transform:
+            from engine.export import replayable
+
+            _write(args.emit_transform, replayable(prog, sched))
+        with make_engine(args) as eng:
+            if args.output:
+                status, text = eng.transformed_ir(prog, sched)
+                if status != "ok":
+                    return fail(f"{status}: {text}", 1)
+                _write(args.output, text)
+            m = eng.measure(prog, sched, on_progress=None if args.json else _progress)
+        if not args.json:
+            _clear_progress()
+        if args.json:
+            emit(m.to_json())
+        else:
+            if m.ok:
+                print(f"{m.status}: {m.time_ms:.3f} ms (baseline {m.baseline_ms:.3f} ms, speedup "
+                      f"{m.speedup:.2f}x), validated{' (cached)' if m.cached else ''}")
+            else:
+                print(f"{m.status}: {m.error}")
+        return 0 if m.ok else 1
+
+    return run
+
+
+def _write(path: str, text: str) -> None:
+    try:
+        with open(path, "w") as f:
+            f.write(text)
+    except OSError as e:
+        raise CliError(f"cannot write {path}: {e.strerror}") from None
+
+
+def _progress(phase: str, i: int, n: int) -> None:
+    if sys.stderr.isatty():
+        msg = f"{phase} {i}/{n}" if n else phase
+        sys.stderr.write(f"\r\033[K{msg}")
+        sys.stderr.flush()
+
+
+def _clear_progress() -> None:
+    if sys.stderr.isatty():
+        sys.stderr.write("\r\033[K")
+        sys.stderr.flush()
+
+
+BUILTIN = {
+    "inspect": ("ops, loops, features and action mask of a program", _add_inspect),
+    "apply": ("apply a schedule, measure it, report the speedup", _add_apply),
+}
+
+
+def _extensions() -> dict:
+    """Sub-commands defined in other modules (search, replay, dataset, optimize, train, evaluate)."""
+    found = {}
+    for mod in ("mlir_rl_tui.cli_search", "mlir_rl_tui.cli_agent"):
+        try:
+            m = __import__(mod, fromlist=["COMMANDS"])
+        except ImportError as e:
+            if e.name and e.name.startswith("mlir_rl_tui.cli_"):
+                continue
+            raise
+        found.update(m.COMMANDS)
+    return found
+
+
+def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Callable]]:
+    parser = argparse.ArgumentParser(
+        prog="mlir-rl-tui",
+        description="Schedule explorer for MLIR linalg code. `mlir-rl-tui FILE` opens the app.")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    handlers: dict[str, Callable] = {}
+    for name, (help_text, add) in {**BUILTIN, **_extensions()}.items():
+        handlers[name] = add(sub.add_parser(name, help=help_text, description=help_text))
+    return parser, handlers
+
+
+def _open_app(argv: list[str]) -> int:
+    p = argparse.ArgumentParser(prog="mlir-rl-tui", description="Open the schedule explorer on FILE.")
+    p.add_argument("file")
+    p.add_argument("--policy", help="policy checkpoint for suggestions (default: the shipped one)")
+    p.add_argument("--record", help="append a trace of every step to this JSONL file")
+    args = p.parse_args(argv)
+    from engine import load_file
+
+    prog = load_file(args.file)  # a bad file fails here, before the screen is taken
+    try:
+        from mlir_rl_tui.app import run_app
+    except ImportError as e:
+        raise CliError(f"the app is not available: {e}") from None
+    return run_app(prog, policy=args.policy, record=args.record)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    from engine.errors import EngineError
+
+    try:
+        parser, handlers = build_parser()
+        if argv and argv[0] not in handlers and not argv[0].startswith("-"):
+            return _open_app(argv)
+        args = parser.parse_args(argv)
+        if not args.command:
+            parser.print_help()
+            return 2
+        return handlers[args.command](args)
+    except (EngineError, CliError) as e:
+        return fail(str(e))
+    except KeyboardInterrupt:
+        return fail("interrupted", 130)
+    except BrokenPipeError:
+        return 0
+    except Exception as e:  # noqa: BLE001 - never a traceback for the user
+        if os.environ.get("MLIR_RL_TUI_DEBUG"):
+            raise
+        return fail(f"internal error ({type(e).__name__}): {str(e).splitlines()[0] if str(e) else ''}", 1)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

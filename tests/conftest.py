@@ -1,0 +1,42 @@
+"""Shared fixtures: a real engine with its own cache, and paths to the samples and torch exports."""
+
+from __future__ import annotations
+
+import os
+import pathlib
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+SAMPLES = ROOT / "samples"
+TORCH = ROOT / "tests" / "data" / "torch"
+SAMPLE_FILES = sorted(SAMPLES.glob("*.mlir"))
+TORCH_FILES = sorted(TORCH.glob("*.mlir"))
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+
+@pytest.fixture(scope="session")
+def cache_dir(tmp_path_factory) -> pathlib.Path:
+    d = tmp_path_factory.mktemp("cache")
+    os.environ["MLIR_RL_TUI_CACHE"] = str(d)  # CLI subprocesses inherit it
+    return d
+
+
+@pytest.fixture(scope="session")
+def engine(cache_dir):
+    """One real Engine (worker pool + SQLite cache in a temporary folder) for the whole run."""
+    from engine import Engine
+    from engine.cache import Cache
+    from engine.config import MeasureConfig
+
+    eng = Engine(config=MeasureConfig(runs=3), cache=Cache(str(cache_dir / "measurements.sqlite")))
+    yield eng
+    eng.close()
+
+
+@pytest.fixture(scope="session")
+def matmul():
+    from engine import load_file
+
+    return load_file(str(SAMPLES / "matmul.mlir"))
