@@ -37,12 +37,12 @@ def _add_inspect(p: argparse.ArgumentParser) -> Callable:
 
     def run(args: argparse.Namespace) -> int:
         from engine import Session, load_file
+        from engine.state import action_mask
 
         prog = load_file(args.file)
         sess = Session(prog)
         if args.json:
             from engine.features import features
-            from engine.state import action_mask
 
             ops = []
             for o in prog.ops:
