@@ -12,3 +12,11 @@ __all__ = [
     "MeasureConfig", "Measurement", "Program", "Schedule", "ScheduleError", "Session", "load", "load_file",
     "parse", "to_text",
 ]
+
+# Gymnasium id `mlir_rl/Schedule-v0` (engine.env); registered once, skipped if gymnasium is missing.
+try:
+    from engine.env import register as _register_env
+except ImportError:  # pragma: no cover
+    pass
+else:
+    _register_env()

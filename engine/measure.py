@@ -60,7 +60,7 @@ class Engine:
                  cache: Cache | None | bool = True, workers: int | None = None) -> None:
         self.limits = limits
         self.config = config
-        self.cache: Cache | None = Cache() if cache is True else (cache or None)
+        self.cache: Cache | None = Cache() if cache is True else (cache if isinstance(cache, Cache) else None)
         self.pool = WorkerPool(workers or config.workers, config.memory_limit_bytes)
         self.machine = machine_fingerprint()
         self.openmp = openmp_library() is not None

@@ -61,7 +61,7 @@ def _timing_lock(path: str | None):
 
 
 def handle(req: dict, out, baselines: _Baselines) -> dict:
-    from engine.compile import Stages, StageError, build, random_inputs
+    from engine.compile import StageError, Stages, build, random_inputs
     from engine.program import TensorSpec
 
     rid = req["id"]

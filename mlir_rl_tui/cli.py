@@ -8,6 +8,7 @@ import os
 import sys
 from collections.abc import Callable
 
+
 class CliError(Exception):
     """An error to print as one line on stderr."""
 

@@ -1,0 +1,97 @@
+"""The command line as a user runs it: JSON contracts and one-line errors for bad input."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+
+import pytest
+from conftest import SAMPLE_FILES, SAMPLES, TORCH_FILES
+
+
+def cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "mlir_rl_tui", *args], capture_output=True, text=True,
+                          timeout=timeout)
+
+
+@pytest.mark.parametrize("path", SAMPLE_FILES + TORCH_FILES, ids=lambda p: p.parent.name + "/" + p.stem)
+def test_inspect_json_on_every_program(path, cache_dir):
+    r = cli("inspect", str(path), "--json")
+    assert r.returncode == 0, r.stderr
+    data = json.loads(r.stdout)
+    from engine.features import feature_size
+
+    assert data["ops"]
+    for op in data["ops"]:
+        assert {"id", "name", "loops", "producers", "consumers", "features", "mask"} <= set(op)
+        assert len(op["features"]) == feature_size()
+        assert all({"bound", "iterator"} == set(lp) for lp in op["loops"])
+        assert op["mask"]["transformation"]["NT"]["allowed"]
+
+
+def test_apply_json_then_cached(cache_dir):
+    s = "op0: TP(32,64,0) T(8,32,1) V"
+    first = json.loads(cli("apply", str(SAMPLES / "matmul.mlir"), "--schedule", s, "--json").stdout)
+    second = json.loads(cli("apply", str(SAMPLES / "matmul.mlir"), "--schedule", s, "--json").stdout)
+    assert set(first) >= {"status", "baseline_ms", "time_ms", "speedup", "validated", "cached", "schedule"}
+    assert first["status"] == "ok" and first["validated"] and first["speedup"] > 1
+    assert not first["cached"] and second["cached"]
+    assert second["time_ms"] == first["time_ms"]
+
+
+def test_apply_empty_schedule_is_baseline(cache_dir):
+    r = cli("apply", str(SAMPLES / "add.mlir"), "--json")
+    d = json.loads(r.stdout)
+    assert d["status"] == "ok" and d["speedup"] == 1.0 and d["schedule"] == ""
+
+
+def _bad_files(tmp):
+    text = (SAMPLES / "matmul.mlir").read_text()
+    files = {
+        "not_mlir": ("\x00\x01binary\xff", "not MLIR"),
+        "garbage": ("hello world", "not valid MLIR"),
+        "dynamic": ("func.func @f(%a: tensor<?xf32>) -> tensor<?xf32> { return %a : tensor<?xf32> }", "dynamic"),
+        "no_linalg": ("func.func @f(%a: tensor<4xf32>) -> tensor<4xf32> { return %a : tensor<4xf32> }", "no linalg"),
+        "truncated": (text[: len(text) * 2 // 3], "line"),
+        "too_large": (text.replace("256", "200000"), "GiB"),
+    }
+    out = {}
+    for name, (body, words) in files.items():
+        p = tmp / f"{name}.mlir"
+        p.write_bytes(body.encode("latin-1") if name == "not_mlir" else body.encode())
+        out[name] = (p, words)
+    return out
+
+
+@pytest.mark.parametrize("case", ["not_mlir", "garbage", "dynamic", "no_linalg", "truncated", "too_large"])
+@pytest.mark.parametrize("cmd", ["inspect", "apply"])
+def test_bad_input_one_line_error(tmp_path, case, cmd, cache_dir):
+    path, words = _bad_files(tmp_path)[case]
+    t0 = time.monotonic()
+    r = cli(cmd, str(path), timeout=30)
+    assert time.monotonic() - t0 < 20
+    assert r.returncode != 0
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1, r.stderr
+    assert "Traceback" not in r.stderr and words in lines[0]
+
+
+@pytest.mark.parametrize("schedule,words", [
+    ("op7: T(8,8,8)", "unknown op id"),
+    ("op0 T(8", "malformed"),
+    ("op0: TP(0,0,64)", "reduction"),
+    ("op0: T(8,8)", "needs 3 tile sizes"),
+    ("op0: V", "512"),
+])
+def test_bad_schedule_one_line_error(schedule, words, cache_dir):
+    r = cli("apply", str(SAMPLES / "matmul.mlir"), "--schedule", schedule, timeout=30)
+    assert r.returncode != 0
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and words in lines[0] and "Traceback" not in r.stderr
+
+
+def test_missing_file(cache_dir):
+    r = cli("inspect", "/nonexistent/x.mlir")
+    assert r.returncode != 0 and "cannot read" in r.stderr and len(r.stderr.strip().splitlines()) == 1

@@ -1,0 +1,110 @@
+"""Action mask: each masked choice has a reason; the rules of the paper and of the failure study."""
+
+from __future__ import annotations
+
+import pytest
+
+from engine import Action, ScheduleError, Session, load_file
+from engine.actions import apply_vector, flat_mask, nvec
+from engine.config import TRANSFORMATIONS
+
+
+def test_tp_never_tiles_a_reduction(matmul):
+    m = Session(matmul).mask()
+    k_row = m.tile["TP"][2]  # loop 2 of matmul is the reduction
+    assert [c.allowed for c in k_row] == [True] + [False] * 7
+    assert "reduction" in k_row[3].reason
+    assert all(c.allowed for c in m.tile["T"][2])  # plain tiling may tile it
+    with pytest.raises(ScheduleError, match="reduction"):
+        Session(matmul).apply(Action("TP", (64, 64, 32)))
+
+
+def test_tile_sizes_must_divide(matmul):
+    from conftest import SAMPLES
+
+    conv = Session(load_file(str(SAMPLES / "conv2d.mlir")))
+    row = conv.mask().tile["T"][1]  # output height 56
+    sizes = conv.limits.tile_sizes
+    assert [s for s, c in zip(sizes, row) if c.allowed] == [0, 1, 2, 4, 8]
+    assert "does not divide" in row[sizes.index(16)].reason
+    s = Session(matmul).apply(Action("T", (32, 64, 64)))
+    row = s.mask().tile["T"][0]  # extent is now the tile size 32
+    assert row[sizes.index(32)].allowed and row[sizes.index(16)].allowed
+    assert not row[sizes.index(64)].allowed and "> extent 32" in row[sizes.index(64)].reason
+
+
+def test_vectorize_only_when_small_enough(matmul):
+    s = Session(matmul)
+    assert not s.mask().transformation["V"].allowed
+    assert "512" in s.mask().transformation["V"].reason
+    s = s.apply(Action("T", (8, 32, 1)))
+    assert s.mask().transformation["V"].allowed
+    s2 = Session(matmul).apply(Action("T", (16, 64, 1)))  # 1024 elements
+    assert not s2.mask().transformation["V"].allowed
+
+
+def test_conv_vectorizes_after_height_loops_are_one():
+    from conftest import SAMPLES
+
+    s = Session(load_file(str(SAMPLES / "conv2d.mlir")))
+    assert "output height" in s.mask().transformation["V"].reason
+    s = s.apply(Action("T", (1, 1, 8, 32, 1, 1, 1)))
+    assert s.mask().transformation["V"].allowed
+
+
+def test_tf_needs_a_producer_and_comes_first(matmul):
+    from conftest import SAMPLES
+
+    add = Session(load_file(str(SAMPLES / "add.mlir")))
+    assert "no linalg producer" in add.mask().transformation["TF"].reason
+    s = Session(matmul).apply(Action("T", (64, 64, 0)))
+    assert "first tiling" in s.mask().transformation["TF"].reason
+
+
+def test_tp_at_most_once_and_tau(matmul):
+    s = Session(matmul).apply(Action("TP", (64, 64, 0)))
+    assert "at most once" in s.mask().transformation["TP"].reason
+    for _ in range(4):
+        s = s.apply(Action("T", (0, 0, 0)))
+    m = s.mask()
+    assert m.allowed_kinds() == ["V", "NT"] or m.allowed_kinds() == ["NT"]
+    assert "tau" in m.transformation["T"].reason
+
+
+def test_interchange_in_progress_must_complete(matmul):
+    s = Session(matmul).point(2)
+    m = s.mask()
+    assert m.allowed_kinds() == ["I"]
+    assert "in progress" in m.transformation["T"].reason
+    assert not m.interchange[2].allowed and m.interchange[0].allowed
+    s = s.point(0).point(1)
+    assert s.schedule.actions("op0") == [Action("I", (2, 0, 1))]
+    assert s.states["op0"].order == [2, 0, 1]
+
+
+def test_masked_random_vectors_are_always_legal(matmul):
+    """A random agent that samples with the flat mask never produces an illegal action."""
+    import gymnasium
+    from conftest import SAMPLE_FILES
+
+    space = gymnasium.spaces.MultiDiscrete(nvec())
+    space.seed(0)
+    for path in SAMPLE_FILES:
+        prog = load_file(str(path))
+        for _ in range(15):
+            s = Session(prog)
+            while not s.done:
+                vec = space.sample(mask=flat_mask(s.mask()))
+                s = apply_vector(s, vec)  # raises ScheduleError if illegal
+            assert all(st.done for st in s.states.values())
+
+
+def test_every_masked_choice_has_a_reason(matmul):
+    m = Session(matmul).mask()
+    for k in TRANSFORMATIONS:
+        c = m.transformation[k]
+        assert c.allowed or c.reason
+    for rows in m.tile.values():
+        for row in rows:
+            for c in row:
+                assert c.allowed or c.reason
