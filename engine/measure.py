@@ -125,6 +125,11 @@ class Engine:
     def __exit__(self, *a) -> None:
         self.close()
 
+    def __deepcopy__(self, memo: dict) -> Engine:
+        """An Engine is a shared resource (workers, cache): copies of a config holding it share it
+        (gymnasium.make deep-copies the env kwargs, e.g. `engine=`)."""
+        return self
+
     # ------------------------------------------------------------------------------------------
     def _request(self, program: Program, body: str | None, parallel: bool, **kw) -> dict:
         c = self.config

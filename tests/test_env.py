@@ -10,7 +10,7 @@ import pytest
 from conftest import SAMPLE_FILES, SAMPLES
 from gymnasium.utils.env_checker import check_env
 
-import engine  # noqa: F401 - registers mlir_rl/Schedule-v0
+import engine as _engine  # noqa: F401 - registers mlir_rl/Schedule-v0
 from engine.actions import to_vectors
 from engine.env import ScheduleEnv
 from engine.schedule import Action, parse, parse_action

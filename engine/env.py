@@ -1,0 +1,232 @@
+"""Gymnasium environment over the engine (paper Sec. IV): one episode schedules every op of a program.
+
+```python
+import gymnasium, engine  # importing engine registers the id
+env = gymnasium.make("mlir_rl/Schedule-v0", program="samples/matmul.mlir")
+obs, info = env.reset(seed=0, options={"program": "samples/conv2d.mlir"})
+obs, reward, terminated, truncated, info = env.step(env.action_space.sample(mask=info["action_mask"]))
+```
+
+- Action: `MultiDiscrete(engine.actions.nvec(limits))` = [transformation, tile-size index per loop, loop pointer].
+  A level-pointer interchange takes N sub-steps (one loop placed per step, paper App. B).
+- `info["action_mask"]`: per-dimension int8 masks that `MultiDiscrete.sample(mask=...)` accepts;
+  `info["head_masks"]`: per-head boolean masks (transformation, T, TP, TF as N x M, I as N).
+- Observation: consumer then producer feature vectors (`Session.observation()`, paper Sec. V-A.1).
+- Reward (paper Sec. IV-C): `reward="final"` (default) gives 0 per step and the log speedup when the last op
+  is finished; `reward="immediate"` measures after every step that changes the schedule and gives the change in
+  log speedup (the rewards still sum to the final log speedup). A failed measurement (transform-error,
+  compile-error, crash, timeout, wrong-result) gives `penalty` and ends the episode; so does a masked action
+  (`info["invalid_action"]` says why), which a masked agent never takes.
+- `measure="never"` skips measuring (reward 0): for fast rollouts of the mask and features.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import threading
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+from engine.actions import apply_vector, flat_mask, head_masks, nvec, to_action
+from engine.config import DEFAULT_LIMITS, TRANSFORMATIONS, Limits
+from engine.errors import EngineError, ScheduleError
+from engine.features import feature_size
+from engine.measure import Engine, Measurement
+from engine.program import Program, load_file
+from engine.schedule import Action, to_text
+from engine.session import Session
+
+ENV_ID = "mlir_rl/Schedule-v0"
+REWARDS = ("final", "immediate")
+MEASURES = ("final", "never")
+
+
+def _openmp() -> bool:
+    from engine.compile import openmp_library
+
+    return openmp_library() is not None
+
+
+class ScheduleEnv(gym.Env):
+    """Schedule every linalg op of a program, one transformation (or interchange level) per step."""
+
+    metadata = {"render_modes": ["ansi"], "render_fps": 4}
+
+    def __init__(self, program: str | Program | list[str | Program] | None = None, *, engine: Engine | None = None,
+                 limits: Limits | None = None, reward: str = "final", measure: str = "final",
+                 penalty: float = -1.0, trace: str | None = None, trace_source: str = "policy",
+                 render_mode: str | None = None) -> None:
+        if reward not in REWARDS:
+            raise EngineError(f"reward must be one of {', '.join(REWARDS)}, not {reward!r}")
+        if measure not in MEASURES:
+            raise EngineError(f"measure must be one of {', '.join(MEASURES)}, not {measure!r}")
+        self.limits = limits or (engine.limits if engine is not None else DEFAULT_LIMITS)
+        self.reward_mode = reward
+        self.measure_mode = measure
+        self.penalty = float(penalty)
+        self.render_mode = render_mode
+        self._engine = engine
+        self._own_engine = False
+        self._engine_lock = threading.Lock()
+        self._programs = [self._load(p) for p in (program if isinstance(program, list) else [program])
+                          if p is not None]
+        self._openmp = engine.openmp if engine is not None else _openmp()
+        self.action_space = spaces.MultiDiscrete(nvec(self.limits))
+        size = 2 * feature_size(self.limits)
+        big = float(np.finfo(np.float32).max)  # raw loop bounds and counts: the agent scales them
+        self.observation_space = spaces.Box(-big, big, (size,), np.float32)
+        self.session: Session | None = None
+        self.program: Program | None = None
+        self.measurement: Measurement | None = None  # the last measurement of this episode
+        self._last_log = 0.0
+        self._steps = 0
+        self._episode = -1
+        self._trace_path = trace
+        self._trace_source = trace_source
+        self._trace = None
+
+    # ------------------------------------------------------------------------------------------
+    @property
+    def engine(self) -> Engine:
+        """The shared engine, or one created on first use (closed by `close()`)."""
+        with self._engine_lock:
+            if self._engine is None:
+                self._engine = Engine(limits=self.limits)
+                self._own_engine = True
+            return self._engine
+
+    @staticmethod
+    def _load(p: str | Program) -> Program:
+        if isinstance(p, Program):
+            return p
+        if isinstance(p, str | os.PathLike):
+            return load_file(str(p))
+        raise EngineError(f"program must be a path or an engine.Program, not {type(p).__name__}")
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        super().reset(seed=seed)
+        options = options or {}
+        if options.get("program") is not None:
+            self.program = self._load(options["program"])
+        elif self._programs:
+            i = int(self.np_random.integers(len(self._programs))) if len(self._programs) > 1 else 0
+            self.program = self._programs[i]
+        elif self.program is None:
+            raise EngineError("no program: pass program= to the env or options={'program': path} to reset")
+        self.session = Session(self.program, limits=self.limits, openmp=self._openmp)
+        self.measurement = None
+        self._last_log = 0.0
+        self._steps = 0
+        self._episode += 1
+        return self.session.observation(), self._info()
+
+    def step(self, action):
+        if self.session is None:
+            raise EngineError("call reset() before step()")
+        sess = self.session
+        if sess.done:
+            raise EngineError("the episode is over: call reset()")
+        vec = np.asarray(action, dtype=np.int64)
+        op_id = sess.current.op.id
+        obs_before, mask_before = sess.observation(), flat_mask(sess.mask(), self.limits)
+        try:
+            what, act = to_action(sess, vec)
+            new = apply_vector(sess, vec)
+        except (ScheduleError, IndexError, ValueError) as e:
+            info = self._info()
+            info["invalid_action"] = str(e)
+            return sess.observation(), self.penalty, True, False, info
+        self.session = new
+        self._steps += 1
+        changed = to_text(new.schedule) != to_text(sess.schedule)
+        reward, terminated = 0.0, new.done
+        m = None
+        if self.measure_mode != "never" and (terminated or (self.reward_mode == "immediate" and changed)):
+            m = self.measurement = self.engine.measure(self.program, new.schedule)
+            if not m.ok:
+                reward, terminated = self.penalty, True
+            else:
+                log = math.log(m.speedup) if m.speedup else 0.0
+                if self.reward_mode == "immediate":
+                    reward = log - self._last_log
+                else:
+                    reward = log
+                self._last_log = log
+        if changed:  # a complete interchange or any other action (level-pointer sub-steps wait for the last)
+            recorded = new.schedule.actions(op_id)[-1] if what == "point" else act
+            self._record(op_id, recorded, obs_before, mask_before, m)
+        return new.observation(), float(reward), bool(terminated), False, self._info()
+
+    # ------------------------------------------------------------------------------------------
+    def _info(self) -> dict[str, Any]:
+        sess = self.session
+        assert sess is not None
+        mask = sess.mask()
+        info: dict[str, Any] = {
+            "action_mask": flat_mask(mask, self.limits),
+            "head_masks": head_masks(mask, self.limits) if mask is not None else _done_heads(self.limits),
+            "op": sess.current.op.id if sess.current else None,
+            "schedule": to_text(sess.schedule),
+            "pending": list(sess.pending),
+        }
+        if self.measurement is not None:
+            info["measurement"] = self.measurement.to_json()
+            info["speedup"] = self.measurement.speedup
+            info["status"] = self.measurement.status
+        return info
+
+    def _record(self, op_id: str, action: Action, observation, mask, m: Measurement | None) -> None:
+        if not self._trace_path:
+            return
+        from engine.trace import TraceWriter, make_record
+
+        if self._trace is None:
+            self._trace = TraceWriter(self._trace_path)
+        prog = self.program
+        rec = make_record(prog.path, prog.sha256, op_id, self._steps - 1, action, observation, mask,
+                          self._trace_source, m.to_json() if m is not None else None)
+        rec["episode"] = self._episode
+        if prog.path is None and self._steps == 1:
+            rec["program_text"] = prog.text
+        self._trace.append(rec)
+
+    def render(self) -> str | None:
+        if self.render_mode != "ansi" or self.session is None:
+            return None
+        sess = self.session
+        cur = sess.current.op.id if sess.current else "done"
+        text = f"{self.program.path or self.program.sha256[:12]} [{cur}] {to_text(sess.schedule) or '(empty)'}"
+        if self.measurement is not None:
+            m = self.measurement
+            text += f" -> {m.status}" + (f" {m.speedup:.2f}x" if m.speedup else "")
+        return text
+
+    def close(self) -> None:
+        if self._trace is not None:
+            self._trace.close()
+            self._trace = None
+        if self._own_engine and self._engine is not None:
+            self._engine.close()
+            self._engine = None
+            self._own_engine = False
+        super().close()
+
+
+def _done_heads(limits: Limits) -> dict[str, np.ndarray]:
+    t = np.zeros(len(TRANSFORMATIONS), bool)
+    t[TRANSFORMATIONS.index("NT")] = True
+    out = {"transformation": t}
+    for k in ("T", "TP", "TF"):
+        out[k] = np.zeros((limits.n_loops, limits.n_tile_sizes), bool)
+    out["I"] = np.zeros(limits.n_loops, bool)
+    return out
+
+
+def register() -> None:
+    """Register `mlir_rl/Schedule-v0` once (importing engine calls this)."""
+    if ENV_ID not in gym.registry:
+        gym.register(id=ENV_ID, entry_point="engine.env:ScheduleEnv")
