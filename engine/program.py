@@ -371,6 +371,12 @@ def _describe(raw_ops: list, name: str) -> list[LinalgOp]:
             if len(oimg) == 2 and len(floop) == 2:
                 decompose = (oimg[0], floop[0])
         rshape = tuple(ir.ShapedType(op.results[0].type).shape) if len(op.results) else ()
+        if len(op.results):
+            rt = ir.ShapedType(op.results[0].type)
+            nbytes = TensorSpec(rshape, str(rt.element_type)).nbytes if str(rt.element_type) in DTYPES else 0
+            if nbytes > MAX_PROGRAM_BYTES:
+                raise LoadError(f"{where}: the result of {op.name} needs {nbytes / 2**30:.1f} GiB, more than the "
+                                f"{MAX_PROGRAM_BYTES / 2**30:.0f} GiB limit; use smaller shapes")
         described.append(LinalgOp(
             id=oid, index=idx, name=op.name, op_type=category,
             loops=[Loop(int(b), it) for b, it in zip(bounds, its)],
