@@ -1,0 +1,148 @@
+"""Behaviour cloning from traces: pre-training before PPO (Pearl Sec. 5.2's idea, with schedules as data).
+
+A trace's records are replayed on a Session in traversal order; the action vectors are re-derived
+with engine.actions.to_vectors (an interchange becomes its N level-pointer steps), so the observation
+and masks are the ones the policy sees. An op whose recorded actions do not end with V or NT gets an
+NT, which leaves the schedule unchanged. When a record carries a measured speedup, the value head is
+trained towards its log speedup too (actor-critic pre-training).
+
+    python -m agent.bc TRACE.jsonl ... --out bc.pt [--init policy.pt] [--epochs 100]
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from torch import optim
+
+from agent.policy import ActorCritic, distribution, evaluate_actions, load, masks_for, save, stack_masks
+from engine import EngineError, Program, Session, load_file
+from engine.actions import apply_vector, to_vectors
+from engine.schedule import Action, Schedule, parse_action
+from engine.trace import read_trace
+
+
+@dataclass
+class Example:
+    obs: np.ndarray
+    masks: dict[str, np.ndarray]
+    action: np.ndarray
+    value: float | None  # log speedup of the whole schedule, if measured
+
+
+def _speedup(records: list[dict]) -> float | None:
+    best = None
+    for r in records:
+        m = r.get("measurement") or {}
+        if m.get("status", "ok") == "ok" and m.get("speedup"):
+            best = m["speedup"]  # the last measured state is the trace's final schedule
+    return best
+
+
+def examples_from_schedule(program: Program, schedule: Schedule, value: float | None = None) -> list[Example]:
+    """Decisions that build `schedule` on `program`, op by op in traversal order."""
+    out: list[Example] = []
+    sess = Session(program)
+    for op in program.ops:
+        acts = list(schedule.actions(op.id))
+        if not acts or not acts[-1].terminal:
+            acts.append(Action("NT"))
+        for a in acts:
+            if sess.current is None or sess.current.op.id != op.id:
+                break  # the op was finished earlier (e.g. fused away): nothing left to decide
+            vecs = to_vectors(sess, a)
+            if vecs is None:
+                raise EngineError(f"{op.id}: {a} uses a tile size outside {sess.limits.tile_sizes}")
+            for v in vecs:
+                out.append(Example(sess.observation(), masks_for(sess), v.astype(np.int64), value))
+                sess = apply_vector(sess, v)
+    return out
+
+
+def examples_from_trace(path: str, programs: list[Program] | None = None) -> list[Example]:
+    """Examples of every program in a trace; programs are found by path or among `programs` by sha256."""
+    trace = read_trace(path)
+    by_sha = {p.sha256: p for p in programs or []}
+    groups: dict[str, list[dict]] = {}
+    for r in trace.records:
+        groups.setdefault(r["program_sha256"], []).append(r)
+    out: list[Example] = []
+    for sha, recs in groups.items():
+        prog = by_sha.get(sha)
+        if prog is None:
+            path_ = recs[0].get("program", "")
+            if not os.path.exists(path_):
+                raise EngineError(f"{path}: program {path_!r} of the trace not found; pass it with --programs")
+            prog = load_file(path_)
+        recs.sort(key=lambda r: r.get("step", 0))
+        ops: dict[str, list[Action]] = {}
+        for r in recs:
+            ops.setdefault(r["op"], []).append(parse_action(r["action"]))
+        s = _speedup(recs)
+        out += examples_from_schedule(prog, Schedule(ops), math.log(s) if s else None)
+    return out
+
+
+def behaviour_cloning(model: ActorCritic, examples: list[Example], epochs: int = 100, lr: float = 1e-3,
+                      batch_size: int = 64, vf_coef: float = 0.5, seed: int = 0, log=None) -> list[float]:
+    """Minimise -log pi(a|s) (summed over the heads the action uses) + vf_coef * value error."""
+    torch.manual_seed(seed)
+    rng = np.random.default_rng(seed)
+    obs = torch.from_numpy(np.stack([e.obs for e in examples]))
+    masks = stack_masks([e.masks for e in examples])
+    actions = torch.from_numpy(np.stack([e.action for e in examples]))
+    has_v = torch.tensor([e.value is not None for e in examples])
+    values = torch.tensor([e.value or 0.0 for e in examples], dtype=torch.float32)
+    opt = optim.Adam(model.parameters(), lr=lr)
+    losses = []
+    for ep in range(epochs):
+        order = torch.from_numpy(rng.permutation(len(examples)))
+        tot = 0.0
+        for start in range(0, len(order), batch_size):
+            mb = order[start: start + batch_size]
+            logits, v = model(obs[mb])
+            mbm = {k: m[mb] for k, m in masks.items()}
+            lp, _ = evaluate_actions(distribution(logits, mbm), mbm, actions[mb])
+            loss = -lp.mean()
+            if has_v[mb].any():
+                loss = loss + vf_coef * ((v - values[mb])[has_v[mb]] ** 2).mean()
+            opt.zero_grad()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            opt.step()
+            tot += float(loss) * len(mb)
+        losses.append(tot / len(examples))
+        if log:
+            log(ep + 1, losses[-1])
+    return losses
+
+
+def main(argv: list[str] | None = None) -> str:
+    p = argparse.ArgumentParser(description="behaviour cloning from traces")
+    p.add_argument("traces", nargs="+")
+    p.add_argument("--out", required=True)
+    p.add_argument("--programs", nargs="*", default=[], help="programs the traces refer to by hash")
+    p.add_argument("--init", help="start from this checkpoint")
+    p.add_argument("--epochs", type=int, default=100)
+    p.add_argument("--lr", type=float, default=1e-3)
+    p.add_argument("--seed", type=int, default=0)
+    a = p.parse_args(argv)
+    from agent.data import load_programs
+
+    progs = load_programs(a.programs) if a.programs else []
+    ex = [e for t in a.traces for e in examples_from_trace(t, progs)]
+    model = load(a.init)[0] if a.init else ActorCritic()
+    torch.set_num_threads(1)
+    losses = behaviour_cloning(model, ex, a.epochs, a.lr, seed=a.seed)
+    save(model, a.out, {"trained_by": "bc", "traces": a.traces, "examples": len(ex), "epochs": a.epochs,
+                        "final_loss": losses[-1]})
+    return a.out
+
+
+if __name__ == "__main__":
+    print(main())

@@ -1,0 +1,254 @@
+"""Policy and value networks of the paper (MLIR RL 2025, Sec. V) and masked multi-discrete sampling.
+
+Network: the consumer and producer feature vectors go through an LSTM (512) one after the other; its
+last hidden state is the producer-consumer embedding. A 3x512 ReLU backbone feeds the heads:
+transformation (6), one N x M head per tiled transformation (T, TP, TF; one softmax per loop row) and an
+interchange head (N level pointers, or 3N-6 enumerated swap candidates). The value network has its own
+3x512 backbone on the same embedding and one output.
+
+One change from the paper, to keep the shipped checkpoint small: the LSTM's input weights are factored
+through a 512-wide linear layer (the raw feature vector has ~4200 entries, most of them the sparse
+access-matrix and history blocks). Raw counts (loop bounds, op counts) are scaled with log1p.
+
+Sampling follows vwxyzjn/invalid-action-masking: masked logits are pushed to a large negative value,
+their entropy is zero, and the log-probability of an action sums the heads the chosen transformation
+uses (transformation + its tile head, or transformation + interchange).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import torch
+from torch import nn
+
+from engine.actions import head_masks
+from engine.config import DEFAULT_LIMITS, TRANSFORMATIONS, Limits
+from engine.features import blocks, feature_size
+from engine.schedule import TILED, Action
+
+NEG = -1e8  # masked logit
+KIND = {k: i for i, k in enumerate(TRANSFORMATIONS)}
+
+
+@dataclass(frozen=True)
+class PolicyConfig:
+    hidden: int = 512
+    """width of the LSTM embedding, the backbone layers and the value network"""
+    layers: int = 3
+    """fully connected ReLU layers of the backbone"""
+    interchange: str = "pointers"
+    """"pointers" (N level pointers, paper default) or "enumerated" (3N-6 swap candidates)"""
+
+
+def enumerated_candidates(n: int) -> list[tuple[int, int]]:
+    """The 3N-6 interchange candidates: swaps of loops 1, 2 and 3 levels apart (paper Sec. IV-A.1)."""
+    return [(i, i + d) for d in (1, 2, 3) for i in range(n - d)]
+
+
+def _count_columns(limits: Limits) -> np.ndarray:
+    """Which feature columns hold raw counts (bounds, op counts) that need log1p scaling."""
+    cols = np.zeros(feature_size(limits), bool)
+    pos = 0
+    for name, size in blocks(limits):
+        if name in ("bounds", "op_counts", "access"):
+            cols[pos: pos + size] = True
+        pos += size
+    return cols
+
+
+class ActorCritic(nn.Module):
+    def __init__(self, limits: Limits = DEFAULT_LIMITS, config: PolicyConfig = PolicyConfig()) -> None:
+        super().__init__()
+        self.limits, self.config = limits, config
+        n, m, h = limits.n_loops, limits.n_tile_sizes, config.hidden
+        self.n_features = feature_size(limits)
+        self.register_buffer("count_cols", torch.from_numpy(_count_columns(limits)), persistent=False)
+        self.project = nn.Linear(self.n_features, h)
+        self.lstm = nn.LSTM(h, h, batch_first=True)
+
+        def backbone() -> nn.Sequential:
+            mods: list[nn.Module] = []
+            for _ in range(config.layers):
+                mods += [nn.Linear(h, h), nn.ReLU()]
+            return nn.Sequential(*mods)
+
+        self.actor = backbone()
+        self.critic = backbone()
+        self.transformation = nn.Linear(h, len(TRANSFORMATIONS))
+        self.tile = nn.ModuleDict({k: nn.Linear(h, n * m) for k in TILED})
+        self.n_interchange = n if config.interchange == "pointers" else 3 * n - 6
+        self.interchange = nn.Linear(h, self.n_interchange)
+        self.value = nn.Linear(h, 1)
+        for lin in [self.transformation, self.interchange, *self.tile.values()]:
+            nn.init.orthogonal_(lin.weight, 0.01)  # near-uniform initial policy (cleanrl)
+            nn.init.zeros_(lin.bias)
+
+    # ------------------------------------------------------------------------------------------
+    def embed(self, obs: torch.Tensor) -> torch.Tensor:
+        """obs [B, 2F] (consumer ++ producer) -> producer-consumer embedding [B, H]."""
+        x = obs.view(obs.shape[0], 2, self.n_features)
+        x = torch.where(self.count_cols, torch.sign(x) * torch.log1p(x.abs()), x)
+        if torch.is_grad_enabled():
+            x = torch.relu(self.project(x))
+        else:  # inference: only the non-zero columns of the sparse feature vector (keeps a decision < 10 ms)
+            cols = (x != 0).flatten(0, 1).any(0).nonzero().squeeze(1)
+            x = torch.relu(nn.functional.linear(x[..., cols], self.project.weight[:, cols], self.project.bias))
+        return self._lstm(x)
+
+    def _lstm(self, x: torch.Tensor) -> torch.Tensor:
+        """The LSTM's last hidden state, unrolled by hand over the 2 steps (nn.LSTM's CPU kernel is ~10x
+        slower for one short sequence); same parameters and equations as nn.LSTM."""
+        lstm = self.lstm
+        gx = nn.functional.linear(x, lstm.weight_ih_l0, lstm.bias_ih_l0)
+        h = c = torch.zeros(x.shape[0], lstm.hidden_size)
+        for t in range(x.shape[1]):
+            i, f, g, o = (gx[:, t] + nn.functional.linear(h, lstm.weight_hh_l0, lstm.bias_hh_l0)).chunk(4, 1)
+            c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
+            h = torch.sigmoid(o) * torch.tanh(c)
+        return h
+
+    def forward(self, obs: torch.Tensor, with_value: bool = True
+                ) -> tuple[dict[str, torch.Tensor], torch.Tensor | None]:
+        """Logits per head ("transformation" [B,6], "T"/"TP"/"TF" [B,N,M], "I" [B,N|3N-6]) and value [B]."""
+        e = self.embed(obs)
+        a = self.actor(e)
+        n, m = self.limits.n_loops, self.limits.n_tile_sizes
+        logits = {"transformation": self.transformation(a), "I": self.interchange(a)}
+        for k in TILED:
+            logits[k] = self.tile[k](a).view(-1, n, m)
+        return logits, self.value(self.critic(e)).squeeze(-1) if with_value else None
+
+    def get_value(self, obs: torch.Tensor) -> torch.Tensor:
+        return self.value(self.critic(self.embed(obs))).squeeze(-1)
+
+
+# ----------------------------------------------------------------------------------------------
+# Masks and action vectors as tensors
+def masks_for(session, limits: Limits = DEFAULT_LIMITS, interchange: str = "pointers") -> dict[str, np.ndarray]:
+    """Boolean masks per head for the session's current op (engine.actions.head_masks, plus enumerated I)."""
+    h = head_masks(session.mask(), limits)
+    if interchange == "enumerated":
+        st = session.current
+        ok = bool(h["transformation"][KIND["I"]])
+        h["I"] = np.array([ok and j < st.n_loops for _, j in enumerated_candidates(limits.n_loops)], bool)
+        if not h["I"].any():
+            h["transformation"][KIND["I"]] = False
+    return h
+
+
+def stack_masks(masks: list[dict[str, np.ndarray]]) -> dict[str, torch.Tensor]:
+    return {k: torch.from_numpy(np.stack([m[k] for m in masks])) for k in masks[0]}
+
+
+def _masked(logits: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    return torch.where(mask, logits, torch.full_like(logits, NEG))
+
+
+def _entropy(logp: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Entropy over the last axis, allowed choices only (masked ones contribute zero)."""
+    p = logp.exp()
+    return -torch.where(mask, p * logp, torch.zeros_like(p)).sum(-1)
+
+
+def distribution(logits: dict[str, torch.Tensor], masks: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """Masked log-softmax per head."""
+    return {k: torch.log_softmax(_masked(logits[k], masks[k]), -1) for k in logits}
+
+
+def evaluate_actions(logp: dict[str, torch.Tensor], masks: dict[str, torch.Tensor],
+                     actions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Log-probability and entropy of actions [B, 1+N+1] = (kind, size index per loop, loop/candidate).
+
+    The log-probability sums the heads the chosen transformation uses. The entropy is that of the
+    hierarchical distribution: H(kind) + sum_k pi(kind=k) H(parameters of k).
+    """
+    kind = actions[:, 0]
+    lp_kind = logp["transformation"].gather(1, kind[:, None]).squeeze(1)
+    n = logp["T"].shape[1]
+    sizes = actions[:, 1: 1 + n]
+    lp = lp_kind
+    p_kind = logp["transformation"].exp()
+    ent = _entropy(logp["transformation"], masks["transformation"])
+    for k in TILED:
+        rows = logp[k].gather(2, sizes[:, :, None]).squeeze(2).sum(1)
+        lp = lp + torch.where(kind == KIND[k], rows, torch.zeros_like(rows))
+        ent = ent + p_kind[:, KIND[k]] * _entropy(logp[k], masks[k]).sum(1)
+    lp_i = logp["I"].gather(1, actions[:, 1 + n][:, None]).squeeze(1)
+    lp = lp + torch.where(kind == KIND["I"], lp_i, torch.zeros_like(lp_i))
+    ent = ent + p_kind[:, KIND["I"]] * _entropy(logp["I"], masks["I"])
+    return lp, ent
+
+
+def sample(logp: dict[str, torch.Tensor], greedy: bool = False, generator: torch.Generator | None = None
+           ) -> torch.Tensor:
+    """One action vector per row [B, 1+N+1]; only allowed choices can come out."""
+
+    def draw(lp: torch.Tensor) -> torch.Tensor:
+        if greedy:
+            return lp.argmax(-1)
+        flat = lp.reshape(-1, lp.shape[-1]).exp()
+        return torch.multinomial(flat, 1, generator=generator).view(lp.shape[:-1])
+
+    kind = draw(logp["transformation"])
+    b, n = kind.shape[0], logp["T"].shape[1]
+    sizes = torch.zeros(b, n, dtype=torch.long)
+    tiles = {k: draw(logp[k]) for k in TILED}
+    for k in TILED:
+        sizes = torch.where((kind == KIND[k])[:, None], tiles[k], sizes)
+    loop = draw(logp["I"])
+    return torch.cat([kind[:, None], sizes, loop[:, None]], 1)
+
+
+def to_engine_action(session, vec, limits: Limits = DEFAULT_LIMITS, interchange: str = "pointers"
+                     ) -> tuple[str, Action | int]:
+    """Decode a sampled vector: ("action", Action) or ("point", loop) for a level-pointer sub-step."""
+    kind = TRANSFORMATIONS[int(vec[0])]
+    st = session.current
+    if kind == "I":
+        if interchange == "pointers":
+            return "point", int(vec[1 + limits.n_loops])
+        i, j = enumerated_candidates(limits.n_loops)[int(vec[1 + limits.n_loops])]
+        perm = list(range(st.n_loops))
+        perm[i], perm[j] = perm[j], perm[i]
+        return "action", Action("I", tuple(perm))
+    if kind in TILED:
+        sizes = [limits.tile_sizes[int(vec[1 + p])] for p in range(st.n_loops)]
+        return "action", Action(kind, tuple(sizes))
+    return "action", Action(kind)
+
+
+def step_session(session, vec, limits: Limits = DEFAULT_LIMITS, interchange: str = "pointers"):
+    what, a = to_engine_action(session, vec, limits, interchange)
+    return session.point(a) if what == "point" else session.apply(a)
+
+
+@torch.no_grad()
+def act(model: ActorCritic, sessions: list, greedy: bool = False, generator: torch.Generator | None = None,
+        with_value: bool = True):
+    """One decision for each unfinished session: (obs [B,2F], masks, vectors [B,1+N+1], logp [B], value [B])."""
+    ic = model.config.interchange
+    obs = torch.from_numpy(np.stack([s.observation() for s in sessions]))
+    masks = stack_masks([masks_for(s, model.limits, ic) for s in sessions])
+    logits, value = model(obs, with_value)
+    logp = distribution(logits, masks)
+    vec = sample(logp, greedy, generator)
+    lp, _ = evaluate_actions(logp, masks, vec)
+    return obs, masks, vec, lp, value
+
+
+# ----------------------------------------------------------------------------------------------
+def save(model: ActorCritic, path: str, meta: dict | None = None, half: bool = True) -> None:
+    """A small checkpoint: weights (float16 by default), limits, policy config and free-form metadata."""
+    sd = {k: (v.half() if half and v.is_floating_point() else v) for k, v in model.state_dict().items()}
+    torch.save({"model": sd, "limits": asdict(model.limits), "policy": asdict(model.config),
+                "meta": meta or {}}, path)
+
+
+def load(path: str) -> tuple[ActorCritic, dict]:
+    ck = torch.load(path, map_location="cpu", weights_only=False)
+    limits = Limits(**{k: tuple(v) if isinstance(v, list) else v for k, v in ck["limits"].items()})
+    model = ActorCritic(limits, PolicyConfig(**ck["policy"]))
+    model.load_state_dict({k: v.float() if v.is_floating_point() else v for k, v in ck["model"].items()})
+    return model, ck.get("meta", {})

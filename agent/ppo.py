@@ -1,0 +1,336 @@
+"""PPO for the MLIR scheduling agent, in one file that reads top to bottom (after cleanrl's ppo.py).
+
+One episode schedules every op of one program; its reward is the log speedup of the whole schedule,
+measured once at the end through the engine's worker pool and SQLite cache (paper Sec. IV-C, final
+reward; Pearl's memoization). With `ray_address` the episodes of an iteration run in Ray tasks, each
+with its own Engine, through the same `collect` function.
+
+    python -m agent.ppo --programs DIR --iterations 20 --out runs/ppo [--init bc.pt] [--resume]
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import math
+import os
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field, fields
+
+import numpy as np
+import torch
+from torch import nn, optim
+
+from agent.policy import ActorCritic, act, distribution, evaluate_actions, load, save, step_session
+from engine import Engine, Program, Session
+from engine import load as load_program
+
+
+@dataclass
+class Args:
+    programs: list[str] = field(default_factory=lambda: ["samples"])
+    """training programs: folders, a dataset manifest (its "train" split) or .mlir files"""
+    out: str = "runs/ppo"
+    """folder for checkpoints (last.pt, policy.pt) and the CSV log (progress.csv)"""
+    seed: int = 0
+    iterations: int = 10
+    """PPO iterations (each: collect `programs_per_batch` episodes, then `update_epochs` epochs)"""
+    programs_per_batch: int = 64
+    """episodes per iteration (paper: trajectories from 64 code samples at a time)"""
+    learning_rate: float = 1e-3
+    clip_coef: float = 0.2
+    gamma: float = 1.0
+    """no discounting: the reward comes at the end of the episode (paper Sec. VII-A.5)"""
+    gae_lambda: float = 0.95
+    minibatch_size: int = 32
+    update_epochs: int = 4
+    vf_coef: float = 0.5
+    ent_coef: float = 0.01
+    max_grad_norm: float = 0.5
+    norm_adv: bool = True
+    penalty: float = -1.0
+    """reward of a schedule that fails to compile, run or validate"""
+    runs: int = 3
+    """timed runs per measurement (median)"""
+    init: str | None = None
+    """start from these weights (e.g. a behaviour-cloning checkpoint)"""
+    resume: bool = False
+    """continue from OUT/last.pt (weights, optimizer, iteration, RNG, CSV)"""
+    ray_address: str | None = None
+    """run the rollouts as Ray tasks on this cluster ("local" starts one on this machine)"""
+    ray_tasks: int = 2
+    """Ray tasks per iteration (the batch's programs are split between them)"""
+    threads: int = 1
+    """torch threads for inference and updates"""
+
+
+# ----------------------------------------------------------------------------------------------
+@dataclass
+class Episode:
+    """One program scheduled to the end: per decision the inputs the update needs, then the reward."""
+
+    program: int
+    obs: list[torch.Tensor] = field(default_factory=list)
+    masks: list[dict[str, torch.Tensor]] = field(default_factory=list)
+    actions: list[torch.Tensor] = field(default_factory=list)
+    logprobs: list[float] = field(default_factory=list)
+    values: list[float] = field(default_factory=list)
+    schedule: str = ""
+    reward: float = 0.0
+    speedup: float | None = None
+    status: str = ""
+    cached: bool = False
+
+
+def collect(model: ActorCritic, programs: list[Program], indices: list[int], engine: Engine, seed: int,
+            penalty: float = -1.0) -> list[Episode]:
+    """Run one episode per index (all in lock step, batched inference), then measure the schedules."""
+    g = torch.Generator().manual_seed(seed)
+    eps = [Episode(i) for i in indices]
+    sessions = [Session(programs[i], limits=model.limits, openmp=engine.openmp) for i in indices]
+    live = [j for j, s in enumerate(sessions) if not s.done]
+    while live:
+        obs, masks, vec, lp, value = act(model, [sessions[j] for j in live], generator=g)
+        for r, j in enumerate(live):
+            e = eps[j]
+            e.obs.append(obs[r])
+            e.masks.append({k: v[r] for k, v in masks.items()})
+            e.actions.append(vec[r])
+            e.logprobs.append(float(lp[r]))
+            e.values.append(float(value[r]))
+            sessions[j] = step_session(sessions[j], vec[r].tolist(), model.limits, model.config.interchange)
+        live = [j for j in live if not sessions[j].done]
+
+    def measure(j: int) -> None:
+        m = engine.measure(programs[eps[j].program], sessions[j].schedule)
+        e = eps[j]
+        e.schedule, e.status, e.cached, e.speedup = m.schedule, m.status, m.cached, m.speedup
+        e.reward = m.log_speedup(penalty)
+
+    with ThreadPoolExecutor(engine.pool.size) as ex:
+        list(ex.map(measure, range(len(eps))))
+    return eps
+
+
+def _collect_remote(state_dict: dict, limits: dict, policy: dict, texts: list[str], indices: list[int],
+                    seed: int, penalty: float, runs: int) -> tuple[list[Episode], int, int]:
+    """Body of a Ray task: rebuild the policy and an Engine in the worker, then the same `collect`."""
+    from agent.policy import PolicyConfig
+    from engine.config import Limits, MeasureConfig
+
+    torch.set_num_threads(1)
+    lim = Limits(**{k: tuple(v) if isinstance(v, list) else v for k, v in limits.items()})
+    model = ActorCritic(lim, PolicyConfig(**policy))
+    model.load_state_dict(state_dict)
+    progs = [load_program(t) for t in texts]
+    with Engine(lim, MeasureConfig(runs=runs), workers=1) as eng:
+        eps = collect(model, progs, indices, eng, seed, penalty)
+        hits, misses = (eng.cache.hits, eng.cache.misses) if eng.cache else (0, 0)
+    return eps, hits, misses
+
+
+# ----------------------------------------------------------------------------------------------
+def gae(ep: Episode, gamma: float, lam: float) -> tuple[np.ndarray, np.ndarray]:
+    """Advantages and returns of one episode; the only reward is on its last step."""
+    T = len(ep.values)
+    rewards = np.zeros(T, np.float32)
+    rewards[-1] = ep.reward
+    values = np.array(ep.values, np.float32)
+    adv = np.zeros(T, np.float32)
+    last = 0.0
+    for t in reversed(range(T)):
+        next_value = values[t + 1] if t + 1 < T else 0.0
+        delta = rewards[t] + gamma * next_value - values[t]
+        last = delta + gamma * lam * last
+        adv[t] = last
+    return adv, adv + values
+
+
+def update(model: ActorCritic, optimizer: optim.Optimizer, eps: list[Episode], args: Args,
+           rng: np.random.Generator) -> dict[str, float]:
+    """PPO-clip epochs over the batch's decisions, reusing the masks stored with the rollout."""
+    b_obs = torch.stack([o for e in eps for o in e.obs])
+    b_masks = {k: torch.stack([m[k] for e in eps for m in e.masks]) for k in eps[0].masks[0]}
+    b_actions = torch.stack([a for e in eps for a in e.actions])
+    b_logprobs = torch.tensor([x for e in eps for x in e.logprobs])
+    b_values = torch.tensor([x for e in eps for x in e.values])
+    adv_ret = [gae(e, args.gamma, args.gae_lambda) for e in eps]
+    b_adv = torch.from_numpy(np.concatenate([a for a, _ in adv_ret]))
+    b_returns = torch.from_numpy(np.concatenate([r for _, r in adv_ret]))
+    n = len(b_obs)
+    stats: dict[str, list[float]] = {k: [] for k in ("policy", "value", "entropy", "approx_kl", "clipfrac")}
+    for _ in range(args.update_epochs):
+        order = rng.permutation(n)
+        for start in range(0, n, args.minibatch_size):
+            mb = torch.from_numpy(order[start: start + args.minibatch_size])
+            logits, value = model(b_obs[mb])
+            masks = {k: v[mb] for k, v in b_masks.items()}
+            newlogprob, entropy = evaluate_actions(distribution(logits, masks), masks, b_actions[mb])
+            logratio = newlogprob - b_logprobs[mb]
+            ratio = logratio.exp()
+            with torch.no_grad():
+                approx_kl = ((ratio - 1) - logratio).mean()
+                clipfrac = ((ratio - 1.0).abs() > args.clip_coef).float().mean()
+            mb_adv = b_adv[mb]
+            if args.norm_adv and len(mb) > 1:
+                mb_adv = (mb_adv - mb_adv.mean()) / (mb_adv.std() + 1e-8)
+            pg_loss = torch.max(-mb_adv * ratio, -mb_adv * ratio.clamp(1 - args.clip_coef, 1 + args.clip_coef)).mean()
+            v_loss = 0.5 * ((value - b_returns[mb]) ** 2).mean()
+            ent = entropy.mean()
+            loss = pg_loss - args.ent_coef * ent + args.vf_coef * v_loss
+            optimizer.zero_grad()
+            loss.backward()
+            nn.utils.clip_grad_norm_(model.parameters(), args.max_grad_norm)
+            optimizer.step()
+            for k, v in (("policy", pg_loss), ("value", v_loss), ("entropy", ent), ("approx_kl", approx_kl),
+                         ("clipfrac", clipfrac)):
+                stats[k].append(float(v))
+    y_pred, y_true = b_values.numpy(), b_returns.numpy()
+    var_y = np.var(y_true)
+    out = {k: float(np.mean(v)) for k, v in stats.items()}
+    out["explained_variance"] = float("nan") if var_y == 0 else float(1 - np.var(y_true - y_pred) / var_y)
+    return out
+
+
+# ----------------------------------------------------------------------------------------------
+CSV_FIELDS = ["iteration", "global_step", "episodes", "time_s", "charts/reward", "charts/speedup_gmean",
+              "charts/valid_rate", "charts/cache_hit_rate", "charts/evaluated", "losses/policy", "losses/value",
+              "losses/entropy", "losses/approx_kl", "losses/clipfrac", "losses/explained_variance"]
+
+
+def _bar(i: int, n: int, t0: float, text: str) -> None:
+    done = int(30 * i / max(n, 1))
+    eta = (time.time() - t0) / max(i, 1) * (n - i)
+    sys.stderr.write(f"\r[{'#' * done}{'.' * (30 - done)}] {i}/{n} eta {eta:4.0f}s {text}\033[K")
+    sys.stderr.flush()
+
+
+def train(args: Args, on_iteration=None) -> str:
+    """Train; returns the path of the final policy checkpoint (OUT/policy.pt)."""
+    from agent.data import load_programs
+
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(args.seed)
+    rng = np.random.default_rng(args.seed)
+    os.makedirs(args.out, exist_ok=True)
+    programs = load_programs(args.programs, split="train")
+    last_path, csv_path = os.path.join(args.out, "last.pt"), os.path.join(args.out, "progress.csv")
+
+    if args.init:
+        model, _ = load(args.init)
+    else:
+        model = ActorCritic()
+    optimizer = optim.Adam(model.parameters(), lr=args.learning_rate, eps=1e-5)
+    start, global_step, t_offset = 0, 0, 0.0
+    if args.resume and os.path.exists(last_path):
+        ck = torch.load(last_path, map_location="cpu", weights_only=False)
+        model.load_state_dict(ck["model"])
+        optimizer.load_state_dict(ck["optimizer"])
+        start, global_step, t_offset = ck["iteration"], ck["global_step"], ck.get("time_s", 0.0)
+        rng.bit_generator.state = ck["rng"]
+        torch.set_rng_state(ck["torch_rng"])
+    elif os.path.exists(csv_path):
+        os.remove(csv_path)
+
+    engine = remote = None
+    if args.ray_address:
+        import ray
+
+        ray.init(address=None if args.ray_address == "local" else args.ray_address, ignore_reinit_error=True,
+                 runtime_env={"env_vars": {"PYTHONPATH": os.path.dirname(os.path.dirname(__file__))}},
+                 num_cpus=args.ray_tasks if args.ray_address == "local" else None, log_to_driver=False)
+        remote = ray.remote(_collect_remote)
+        texts = [p.text for p in programs]
+    else:
+        from engine.config import MeasureConfig
+
+        engine = Engine(model.limits, MeasureConfig(runs=args.runs))
+    new = not os.path.exists(csv_path)
+    f = open(csv_path, "a", newline="")
+    writer = csv.DictWriter(f, CSV_FIELDS)
+    if new:
+        writer.writeheader()
+    t0 = time.time() - t_offset
+    try:
+        for it in range(start, args.iterations):
+            _bar(it - start, args.iterations - start, t0 + t_offset, "collecting")
+            indices = rng.integers(0, len(programs), args.programs_per_batch).tolist()
+            seed = int(rng.integers(1 << 31))
+            if remote is not None:
+                import ray
+
+                sd = {k: v.clone() for k, v in model.state_dict().items()}
+                parts = [indices[j::args.ray_tasks] for j in range(args.ray_tasks)]
+                futures = [remote.remote(sd, asdict(model.limits), asdict(model.config), texts, p, seed + j,
+                                         args.penalty, args.runs) for j, p in enumerate(parts) if p]
+                eps, hits, misses = [], 0, 0
+                for e, h, m in ray.get(futures):
+                    eps += e
+                    hits, misses = hits + h, misses + m
+                evaluated = misses
+            else:
+                h0, m0 = (engine.cache.hits, engine.cache.misses) if engine.cache else (0, 0)
+                ev0 = engine.evaluated
+                eps = collect(model, programs, indices, engine, seed, args.penalty)
+                hits = (engine.cache.hits - h0) if engine.cache else 0
+                misses = (engine.cache.misses - m0) if engine.cache else 0
+                evaluated = engine.evaluated - ev0
+            global_step += sum(len(e.actions) for e in eps)
+            _bar(it - start, args.iterations - start, t0 + t_offset, "updating")
+            stats = update(model, optimizer, eps, args, rng)
+            rewards = [e.reward for e in eps]
+            ok = [e.speedup for e in eps if e.status == "ok" and e.speedup]
+            row = {
+                "iteration": it + 1, "global_step": global_step, "episodes": (it + 1) * args.programs_per_batch,
+                "time_s": round(time.time() - t0, 1), "charts/reward": float(np.mean(rewards)),
+                "charts/speedup_gmean": math.exp(float(np.mean([max(r, args.penalty) for r in rewards]))),
+                "charts/valid_rate": len(ok) / len(eps),
+                "charts/cache_hit_rate": hits / max(hits + misses, 1), "charts/evaluated": evaluated,
+                **{f"losses/{k}": v for k, v in stats.items()},
+            }
+            writer.writerow(row)
+            f.flush()
+            torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "iteration": it + 1,
+                        "global_step": global_step, "time_s": time.time() - t0, "rng": rng.bit_generator.state,
+                        "torch_rng": torch.get_rng_state(), "args": asdict(args)}, last_path)
+            save(model, os.path.join(args.out, "policy.pt"), {"trained_by": "ppo", "iterations": it + 1,
+                                                            "args": asdict(args)})
+            if on_iteration:
+                on_iteration(row)
+            _bar(it + 1 - start, args.iterations - start, t0 + t_offset,
+                 f"reward {row['charts/reward']:.3f} speedup {row['charts/speedup_gmean']:.2f}x")
+        sys.stderr.write("\n")
+    finally:
+        f.close()
+        if engine is not None:
+            engine.close()
+    final = os.path.join(args.out, "policy.pt")
+    if not os.path.exists(final):
+        save(model, final, {"trained_by": "ppo", "iterations": 0})
+    return final
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """One option per Args field, with the docstring-free defaults shown in --help."""
+    for fl in fields(Args):
+        name = "--" + fl.name.replace("_", "-")
+        default = fl.default_factory() if callable(fl.default_factory) else fl.default  # type: ignore[misc]
+        if fl.type in ("bool", bool):
+            p.add_argument(name, action="store_true", default=default)
+        elif fl.name == "programs":
+            p.add_argument(name, nargs="+", default=default)
+        else:
+            typ = {"int": int, "float": float}.get(str(fl.type), str)
+            p.add_argument(name, type=typ, default=default, help=f"default {default}")
+
+
+def args_from(ns: argparse.Namespace) -> Args:
+    return Args(**{fl.name: getattr(ns, fl.name) for fl in fields(Args) if hasattr(ns, fl.name)})
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_arguments(parser)
+    print(train(args_from(parser.parse_args())))

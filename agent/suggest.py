@@ -1,0 +1,131 @@
+"""The policy as the app and the CLI use it: a suggestion with its probabilities, or a whole schedule.
+
+    policy = load_policy()            # the shipped agent/checkpoints/default.pt, None if missing
+    action, top = policy.suggest(session, k=3)   # Action, or LevelPointer during an interchange
+    done = policy.schedule(Session(program))     # greedy, one pass over all ops, no measurement
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from agent.policy import KIND, ActorCritic, distribution, load, masks_for, stack_masks, to_engine_action
+from engine.config import TRANSFORMATIONS
+from engine.errors import EngineError, ScheduleError
+from engine.schedule import TILED, Action
+
+DEFAULT_CHECKPOINT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "checkpoints", "default.pt")
+
+
+@dataclass(frozen=True)
+class LevelPointer:
+    """One level-pointer sub-step of an interchange: put `loop` at the next position."""
+
+    loop: int
+    position: int
+
+    def __str__(self) -> str:
+        return f"I: loop {self.loop} -> position {self.position}"
+
+
+class Policy:
+    """A trained ActorCritic used greedily; every decision's inference time is kept in `decision_ms`."""
+
+    def __init__(self, model: ActorCritic, meta: dict | None = None, path: str | None = None) -> None:
+        self.model = model.eval()
+        self.meta = meta or {}
+        self.path = path
+        self.decision_ms: list[float] = []
+
+    @property
+    def ms_per_decision(self) -> float:
+        return float(np.mean(self.decision_ms)) if self.decision_ms else 0.0
+
+    @torch.no_grad()
+    def suggest(self, session, k: int = 3) -> tuple[Action | LevelPointer, list[tuple[str, float]]]:
+        """The most probable action and the top-k actions with their probabilities.
+
+        Each transformation is paired with its most probable parameters; the probability shown is
+        p(transformation) * p(parameters | transformation).
+        """
+        if session.done:
+            raise ScheduleError("every op is already finished")
+        t0 = time.perf_counter()
+        m = self.model
+        ic = m.config.interchange
+        masks = stack_masks([masks_for(session, m.limits, ic)])
+        logits, _ = m(torch.from_numpy(session.observation())[None], with_value=False)
+        logp = {key: v[0] for key, v in distribution(logits, masks).items()}
+        n = m.limits.n_loops
+        cands: list[tuple[float, np.ndarray]] = []
+        for kind in TRANSFORMATIONS:
+            if not masks["transformation"][0, KIND[kind]]:
+                continue
+            base = np.zeros(2 + n, np.int64)
+            base[0] = KIND[kind]
+            lpk = float(logp["transformation"][KIND[kind]])
+            if kind in TILED:
+                best = logp[kind].max(-1)
+                base[1: 1 + n] = best.indices.numpy()
+                cands.append((lpk + float(best.values.sum()), base))
+            elif kind == "I":
+                allowed = masks["I"][0].nonzero().squeeze(1).tolist()
+                for loop in allowed:
+                    v = base.copy()
+                    v[1 + n] = loop
+                    cands.append((lpk + float(logp["I"][loop]), v))
+            else:
+                cands.append((lpk, base))
+        cands.sort(key=lambda c: -c[0])
+        top = [(self._label(session, v), float(np.exp(lp))) for lp, v in cands[:k]]
+        self.decision_ms.append((time.perf_counter() - t0) * 1e3)
+        return self._decode(session, cands[0][1]), top
+
+    def _decode(self, session, vec) -> Action | LevelPointer:
+        what, a = to_engine_action(session, vec, self.model.limits, self.model.config.interchange)
+        if what == "point":
+            return LevelPointer(int(a), len(session.pending))  # type: ignore[arg-type]
+        return a  # type: ignore[return-value]
+
+    def _label(self, session, vec) -> str:
+        return str(self._decode(session, vec))
+
+    def step(self, session):
+        """Apply the suggestion; NT if it is not legal after all (it always should be)."""
+        a, _ = self.suggest(session, k=1)
+        try:
+            return session.point(a.loop) if isinstance(a, LevelPointer) else session.apply(a)
+        except ScheduleError:
+            return session.apply(Action("NT")) if not session.pending else session.undo()
+
+    def schedule(self, session):
+        """Greedy one pass over all remaining ops; returns the finished Session."""
+        guard = 0
+        while not session.done:
+            session = self.step(session)
+            guard += 1
+            if guard > 1000:  # a policy never needs this many decisions: fall back to NT everywhere
+                while not session.done:
+                    session = session.apply(Action("NT"))
+        return session
+
+
+def load_policy(path: str | None = None) -> Policy | None:
+    """The policy at `path` (default: the shipped checkpoint); None when no path is given and none ships."""
+    p = path or DEFAULT_CHECKPOINT
+    if not os.path.exists(p):
+        if path:
+            raise EngineError(f"{path}: no such policy checkpoint")
+        return None
+    torch.set_num_threads(1)
+    try:
+        model, meta = load(p)
+    except Exception as e:  # noqa: BLE001 - one line for the user
+        raise EngineError(f"{p}: not a policy checkpoint ({type(e).__name__}: {str(e).splitlines()[0][:120]})"
+                          ) from None
+    return Policy(model, meta, p)
