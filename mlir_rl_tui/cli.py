@@ -109,8 +109,11 @@ def _add_apply(p: argparse.ArgumentParser) -> Callable:
             emit(m.to_json())
         else:
             if m.ok:
-                print(f"{m.status}: {m.time_ms:.3f} ms (baseline {m.baseline_ms:.3f} ms, speedup "
-                      f"{m.speedup:.2f}x), validated{' (cached)' if m.cached else ''}")
+                gflops = prog.flops / m.time_ms / 1e6 if prog.flops else 0.0
+                print(f"{m.status}: {m.time_ms:.3f} ms (baseline {m.baseline_ms:.3f} ms), speedup {m.speedup:.2f}x, "
+                      f"{gflops:.1f} GFLOP/s, validated{' (cached)' if m.cached else ''}")
+                if m.stages_ms and not m.cached:
+                    print("stages: " + ", ".join(f"{k} {v:.1f} ms" for k, v in m.stages_ms.items()))
             else:
                 print(f"{m.status}: {m.error}")
         return 0 if m.ok else 1
