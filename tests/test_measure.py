@@ -74,3 +74,26 @@ def test_cancel(engine, matmul):
     m = engine.measure(matmul, parse("op0: T(8,8,8)"), cancel=ev, use_cache=False)
     assert m.status == "cancelled"
     assert engine.measure(matmul, Schedule({})).ok
+
+
+def test_async_runtime_fallback(cache_dir, tmp_path, monkeypatch, matmul):
+    """Without OpenMP the engine parallelizes with MLIR's async runtime (shipped with the MLIR tools)."""
+    from engine import Engine
+    from engine.cache import Cache
+
+    monkeypatch.setenv("MLIR_RL_PARALLEL", "async")
+    with Engine(cache=Cache(str(tmp_path / "c.sqlite")), workers=1) as eng:
+        assert eng.runtime[0] == "async" and eng.machine.endswith("-async")
+        m = eng.measure(matmul, parse("op0: TP(64,64,0) T(8,32,1) V"))
+        assert m.status == "ok" and m.validated
+
+
+def test_no_parallel_runtime_masks_tp(monkeypatch, matmul, tmp_path):
+    from engine import Engine, Session
+    from engine.cache import Cache
+
+    monkeypatch.setenv("MLIR_RL_PARALLEL", "none")
+    with Engine(cache=Cache(str(tmp_path / "c.sqlite")), workers=1) as eng:
+        assert not eng.openmp
+        mask = Session(matmul, openmp=eng.openmp).mask()
+        assert not mask.transformation["TP"].allowed and "parallel runtime" in mask.transformation["TP"].reason
