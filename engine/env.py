@@ -88,6 +88,7 @@ class ScheduleEnv(gym.Env):
         self._trace_path = trace
         self._trace_source = trace_source
         self._trace = None
+        self._episode_base = 0
 
     # ------------------------------------------------------------------------------------------
     @property
@@ -185,11 +186,14 @@ class ScheduleEnv(gym.Env):
         from engine.trace import TraceWriter, make_record
 
         if self._trace is None:
+            from engine.trace import _next_episode
+
+            self._episode_base = _next_episode(self._trace_path) - self._episode
             self._trace = TraceWriter(self._trace_path)
         prog = self.program
         rec = make_record(prog.path, prog.sha256, op_id, self._steps - 1, action, observation, mask,
                           self._trace_source, m.to_json() if m is not None else None)
-        rec["episode"] = self._episode
+        rec["episode"] = self._episode_base + self._episode
         if prog.path is None and self._steps == 1:
             rec["program_text"] = prog.text
         self._trace.append(rec)

@@ -1,7 +1,9 @@
 """Traces: JSONL, one record per step, appended and flushed per step (DESIGN.md "Traces").
 
 A record: {"program", "program_sha256", "op", "step", "action", "observation", "mask", "source",
-"measurement", "time"}; a trace replays to the same schedule and is the imitation-learning data.
+"measurement", "time"}, plus "episode" (several episodes may share a file) and "program_text" on an
+episode's first record when the program has no file. A trace replays to the same schedule and is the
+imitation-learning data.
 """
 
 from __future__ import annotations
@@ -54,17 +56,90 @@ def make_record(program_path: str | None, program_sha256: str, op: str, step: in
 
 
 @dataclass
+class Episode:
+    """The records of one episode (one program, one schedule) in step order."""
+
+    program: str  # path (or sha256 when the program had no file)
+    program_sha256: str
+    records: list[dict]
+
+    @property
+    def schedule(self) -> Schedule:
+        ops: dict[str, list[Action]] = {}
+        for r in self.records:
+            ops.setdefault(r["op"], []).append(parse_action(r["action"]))
+        return Schedule(ops)
+
+    @property
+    def measurement(self) -> dict | None:
+        """The last recorded measurement of the episode (the final one for a finished episode)."""
+        for r in reversed(self.records):
+            if r.get("measurement"):
+                return r["measurement"]
+        return None
+
+    @property
+    def program_text(self) -> str | None:
+        for r in self.records:
+            if r.get("program_text"):
+                return r["program_text"]
+        return None
+
+
+@dataclass
 class Trace:
     records: list[dict]
     truncated: bool  # the file ended in the middle of a line (writer killed)
     bad_lines: int = 0
 
+    def episodes(self) -> list[Episode]:
+        """Records grouped by (episode, program) in file order; records without "episode" share one."""
+        groups: dict[tuple, Episode] = {}
+        for r in self.records:
+            key = (r.get("episode", 0), r["program_sha256"])
+            if key not in groups:
+                groups[key] = Episode(r.get("program") or r["program_sha256"], r["program_sha256"], [])
+            groups[key].records.append(r)
+        for e in groups.values():
+            e.records.sort(key=lambda r: r.get("step", 0))
+        return list(groups.values())
+
     def schedules(self) -> dict[str, Schedule]:
-        """program sha256 -> the schedule the trace's actions build, in step order."""
-        out: dict[str, dict[str, list[Action]]] = {}
-        for r in sorted(self.records, key=lambda r: r.get("step", 0)):
-            out.setdefault(r["program_sha256"], {}).setdefault(r["op"], []).append(parse_action(r["action"]))
-        return {k: Schedule(v) for k, v in out.items()}
+        """program sha256 -> the schedule of its last episode."""
+        return {e.program_sha256: e.schedule for e in self.episodes()}
+
+
+def write_schedule(path: str, program, schedule: Schedule, source: str, measurement=None,
+                   limits=None, openmp: bool = True, episode: int | None = None) -> int:
+    """Append a whole schedule as one episode: each action with the observation and mask before it;
+    the measurement goes on the last record. Returns the number of records written."""
+    from engine.actions import flat_mask
+    from engine.config import DEFAULT_LIMITS
+    from engine.session import Session
+
+    limits = limits or DEFAULT_LIMITS
+    if episode is None:
+        episode = _next_episode(path)
+    sess = Session(program, limits=limits, openmp=openmp)
+    steps = [(o.id, a) for o in program.ops for a in schedule.actions(o.id)]
+    m = measurement.to_json() if hasattr(measurement, "to_json") else measurement
+    with TraceWriter(path) as w:
+        for i, (op_id, a) in enumerate(steps):
+            rec = make_record(program.path, program.sha256, op_id, i, a, sess.observation(),
+                              flat_mask(sess.mask(), limits), source, m if i == len(steps) - 1 else None)
+            rec["episode"] = episode
+            if program.path is None and i == 0:
+                rec["program_text"] = program.text
+            w.append(rec)
+            sess = sess.apply(a)
+    return len(steps)
+
+
+def _next_episode(path: str) -> int:
+    if not os.path.exists(path):
+        return 0
+    eps = [r.get("episode", 0) for r in read_trace(path).records]
+    return max(eps) + 1 if eps else 0
 
 
 def read_trace(path: str) -> Trace:

@@ -1,0 +1,54 @@
+"""Search baselines over the env's action space and the engine's cache (papers: hill climbing, PolyGym
+random and greedy, beam search, the 2024 paper's restricted exhaustive search).
+
+```python
+from engine.search import search
+r = search(engine, program, "hill", budget=30, seed=0, trace="hill.jsonl", on_progress=print)
+r.best (Measurement), r.schedule (Schedule), r.evaluated, r.cache_hits, r.history [(spent, best speedup)]
+```
+Every method measures complete schedules built through engine.Session (legal by construction) with
+`Engine.measure`, so the cache is shared with the app, the env and training. A search stops when its
+budget of measurements is spent, when it converges, or when `cancel` is set; it returns its best so far.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+import numpy as np
+
+from engine.errors import EngineError
+from engine.measure import Engine
+from engine.program import Program
+from engine.search.base import BudgetExhausted, Evaluator, SearchResult
+from engine.search.beam import beam
+from engine.search.exhaustive import exhaustive
+from engine.search.greedy import greedy
+from engine.search.hill import hill_climb
+from engine.search.random_search import random_search
+
+METHODS: dict[str, Callable] = {
+    "hill": hill_climb, "random": random_search, "greedy": greedy, "beam": beam, "exhaustive": exhaustive,
+}
+
+__all__ = ["METHODS", "SearchResult", "search"]
+
+
+def search(engine: Engine, program: Program, method: str, budget: int, seed: int = 0, trace: str | None = None,
+           on_progress: Callable[[SearchResult], None] | None = None, cancel: threading.Event | None = None,
+           free_cache_hits: bool = False) -> SearchResult:
+    """Run one search method with a budget of measurements; the best schedule is written to `trace`."""
+    if method not in METHODS:
+        raise EngineError(f"unknown search method {method!r}; choose one of {', '.join(METHODS)}")
+    ev = Evaluator(engine, program, budget, method, on_progress, cancel, free_cache_hits)
+    try:
+        METHODS[method](ev, np.random.default_rng(seed))
+        ev.result.stopped = "budget" if ev.exhausted else "converged"
+    except BudgetExhausted:
+        ev.result.stopped = "cancelled" if cancel is not None and cancel.is_set() else "budget"
+    if trace:
+        from engine.trace import write_schedule
+
+        write_schedule(trace, program, ev.result.schedule, "search", ev.result.best, engine.limits, engine.openmp)
+    return ev.result
