@@ -1,0 +1,364 @@
+"""Training-data generator in the style of the paper's dataset (mlir-rl-2025 Sec. VI-A).
+
+Two kinds of programs, each one public `@forward` with tensor arguments and one tensor result (like
+samples/):
+- single deep-learning ops (matmul, conv_2d, max pooling, add, relu) with shapes drawn from the layers
+  of common models (ResNet/MobileNet convolutions and poolings, transformer and MLP matmuls);
+- random sequences of length L=5 where each op consumes the previous op's output, over add, matmul,
+  relu, conv_2d, pooling, sigmoid and softmax (softmax as max / exp / sum / divide linalg.generic ops,
+  since linalg.softmax is refused by the loader). A sequence lives either in the dense world (2-D:
+  matmul, add, relu, sigmoid, softmax) or the image world (NHWC: conv_2d, pooling, add, relu, sigmoid).
+
+Shapes are kept small enough for a baseline run of at most `max_baseline_ms` on a laptop core (the
+paper's shapes take seconds untransformed). `generate` writes the .mlir files and `manifest.json` with
+the train/eval split and every program's baseline time, measured with the same pipeline as search.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from engine.errors import EngineError
+from engine.program import load
+
+SINGLE_OPS = ("matmul", "conv_2d", "pooling", "add", "relu")
+SEQUENCE_OPS = ("add", "matmul", "relu", "conv_2d", "pooling", "sigmoid", "softmax")
+DENSE_OPS = ("matmul", "add", "relu", "sigmoid", "softmax")
+IMAGE_OPS = ("conv_2d", "pooling", "add", "relu", "sigmoid")
+SEQUENCE_LENGTH = 5
+MAX_FLOPS = 6e7  # per program: a naive baseline runs in tens of milliseconds
+MIN_FLOPS = 2e5  # per program: smaller ones run in microseconds, where timing noise swamps speedups
+MAX_ELEMENTS = 1 << 20  # per tensor
+
+# Layer dimensions seen in real models (ResNet, MobileNet, BERT/ViT MLPs, small CNNs).
+_ROWS = (16, 32, 49, 64, 128, 196, 256, 384, 512)
+_FEATURES = (64, 128, 192, 256, 384, 512, 768, 1024)
+_SPATIAL = (7, 14, 28, 56, 112)
+_CHANNELS = (3, 16, 24, 32, 64, 96, 128, 256)
+_FILTERS = (16, 32, 64, 128, 256)
+_KERNELS = (1, 3, 3, 5, 7)
+
+
+def _t(shape) -> str:
+    return "tensor<" + "x".join(str(s) for s in shape) + "xf32>"
+
+
+def _map(n: int, dims) -> str:
+    d = ", ".join(f"d{i}" for i in range(n))
+    return f"affine_map<({d}) -> ({', '.join(f'd{i}' for i in dims)})>"
+
+
+class _Module:
+    """Emits one function body, SSA value by SSA value."""
+
+    def __init__(self) -> None:
+        self.args: list[tuple[int, ...]] = []
+        self.lines: list[str] = []
+        self.n = 0
+        self.flops = 0
+
+    def arg(self, shape) -> str:
+        self.args.append(tuple(shape))
+        return f"%arg{len(self.args) - 1}"
+
+    def val(self) -> str:
+        self.n += 1
+        return f"%{self.n}"
+
+    def emit(self, line: str) -> None:
+        self.lines.append("  " + line)
+
+    def empty(self, shape) -> str:
+        v = self.val()
+        self.emit(f"{v} = tensor.empty() : {_t(shape)}")
+        return v
+
+    def filled(self, shape, cst: str) -> str:
+        e = self.empty(shape)
+        v = self.val()
+        self.emit(f"{v} = linalg.fill ins({cst} : f32) outs({e} : {_t(shape)}) -> {_t(shape)}")
+        return v
+
+    def generic(self, ins: list[tuple[str, tuple, list[int]]], out: tuple, out_dims: list[int], n_loops: int,
+                iterators: list[str], body: list[str], init: str | None = None) -> str:
+        """A linalg.generic; `body` uses %in0.., %out and ends with the yielded value in its last line."""
+        maps = [_map(n_loops, dims) for _, _, dims in ins] + [_map(n_loops, out_dims)]
+        init = init or self.empty(out)
+        v = self.val()
+        names = ", ".join(x for x, _, _ in ins)
+        types = ", ".join(_t(s) for _, s, _ in ins)
+        its = ", ".join(f'"{i}"' for i in iterators)
+        block = ", ".join(f"%in{i}: f32" for i in range(len(ins))) + ", %out: f32"
+        self.emit(f"{v} = linalg.generic {{indexing_maps = [{', '.join(maps)}], iterator_types = [{its}]}} "
+                  f"ins({names} : {types}) outs({init} : {_t(out)}) {{")
+        self.emit(f"^bb0({block}):")
+        for ln in body[:-1]:
+            self.emit("  " + ln)
+        self.emit(f"  linalg.yield {body[-1]} : f32")
+        self.emit(f"}} -> {_t(out)}")
+        return v
+
+    def text(self, result: str, result_shape, comment: str) -> str:
+        args = ", ".join(f"%arg{i}: {_t(s)}" for i, s in enumerate(self.args))
+        head = [f"// {comment}", f"func.func @forward({args}) -> {_t(result_shape)} {{",
+                "  %cst = arith.constant 0.000000e+00 : f32", "  %cst_1 = arith.constant 1.000000e+00 : f32",
+                "  %cst_ninf = arith.constant 0xFF800000 : f32"]
+        return "\n".join(head + self.lines + [f"  return {result} : {_t(result_shape)}", "}", ""])
+
+
+# ----------------------------------------------------------------------------------------------
+# Ops: each takes the module, its input (value, shape) and the generator; returns (value, shape, label).
+def op_matmul(m: _Module, x: str, shape: tuple, n: int) -> tuple[str, tuple]:
+    rows, k = shape
+    w = m.arg((k, n))
+    acc = m.filled((rows, n), "%cst")
+    v = m.val()
+    m.emit(f"{v} = linalg.matmul ins({x}, {w} : {_t(shape)}, {_t((k, n))}) outs({acc} : {_t((rows, n))}) "
+           f"-> {_t((rows, n))}")
+    m.flops += 2 * rows * n * k
+    return v, (rows, n)
+
+
+def op_add(m: _Module, x: str, shape: tuple) -> tuple[str, tuple]:
+    y = m.arg(shape)
+    out = m.empty(shape)
+    v = m.val()
+    m.emit(f"{v} = linalg.add ins({x}, {y} : {_t(shape)}, {_t(shape)}) outs({out} : {_t(shape)}) -> {_t(shape)}")
+    m.flops += int(np.prod(shape))
+    return v, shape
+
+
+def _elementwise(m: _Module, x: str, shape: tuple, body: list[str], cost: int) -> tuple[str, tuple]:
+    n = len(shape)
+    m.flops += cost * int(np.prod(shape))
+    return m.generic([(x, shape, list(range(n)))], shape, list(range(n)), n, ["parallel"] * n, body), shape
+
+
+def op_relu(m: _Module, x: str, shape: tuple) -> tuple[str, tuple]:
+    return _elementwise(m, x, shape, ["%r = arith.maximumf %in0, %cst : f32", "%r"], 1)
+
+
+def op_sigmoid(m: _Module, x: str, shape: tuple) -> tuple[str, tuple]:
+    body = ["%a = arith.negf %in0 : f32", "%b = math.exp %a : f32", "%c = arith.addf %b, %cst_1 : f32",
+            "%r = arith.divf %cst_1, %c : f32", "%r"]
+    return _elementwise(m, x, shape, body, 4)
+
+
+def op_softmax(m: _Module, x: str, shape: tuple) -> tuple[str, tuple]:
+    """Row softmax of a 2-D tensor: max, exp(x - max), sum, divide - four linalg.generic ops."""
+    rows, cols = shape
+    red = ["parallel", "reduction"]
+    mx = m.generic([(x, shape, [0, 1])], (rows,), [0], 2, red, ["%r = arith.maximumf %in0, %out : f32", "%r"],
+                   init=m.filled((rows,), "%cst_ninf"))
+    ex = m.generic([(x, shape, [0, 1]), (mx, (rows,), [0])], shape, [0, 1], 2, ["parallel"] * 2,
+                   ["%a = arith.subf %in0, %in1 : f32", "%r = math.exp %a : f32", "%r"])
+    sm = m.generic([(ex, shape, [0, 1])], (rows,), [0], 2, red, ["%r = arith.addf %in0, %out : f32", "%r"],
+                   init=m.filled((rows,), "%cst"))
+    out = m.generic([(ex, shape, [0, 1]), (sm, (rows,), [0])], shape, [0, 1], 2, ["parallel"] * 2,
+                    ["%r = arith.divf %in0, %in1 : f32", "%r"])
+    m.flops += 5 * rows * cols
+    return out, shape
+
+
+def op_conv(m: _Module, x: str, shape: tuple, f: int, k: int, stride: int) -> tuple[str, tuple]:
+    b, h, w, c = shape
+    oh, ow = (h - k) // stride + 1, (w - k) // stride + 1
+    filt = m.arg((k, k, c, f))
+    out = (b, oh, ow, f)
+    acc = m.filled(out, "%cst")
+    v = m.val()
+    m.emit(f"{v} = linalg.conv_2d_nhwc_hwcf {{dilations = dense<1> : tensor<2xi64>, strides = dense<{stride}> : "
+           f"tensor<2xi64>}} ins({x}, {filt} : {_t(shape)}, {_t((k, k, c, f))}) outs({acc} : {_t(out)}) -> {_t(out)}")
+    m.flops += 2 * b * oh * ow * f * k * k * c
+    return v, out
+
+
+def op_pool(m: _Module, x: str, shape: tuple, k: int, stride: int) -> tuple[str, tuple]:
+    b, h, w, c = shape
+    oh, ow = (h - k) // stride + 1, (w - k) // stride + 1
+    out = (b, oh, ow, c)
+    acc = m.filled(out, "%cst_ninf")
+    win = m.empty((k, k))
+    v = m.val()
+    m.emit(f"{v} = linalg.pooling_nhwc_max {{dilations = dense<1> : vector<2xi64>, strides = dense<{stride}> : "
+           f"vector<2xi64>}} ins({x}, {win} : {_t(shape)}, {_t((k, k))}) outs({acc} : {_t(out)}) -> {_t(out)}")
+    m.flops += b * oh * ow * c * k * k
+    return v, out
+
+
+# ----------------------------------------------------------------------------------------------
+@dataclass
+class Generated:
+    """One program of the data set, before it is written."""
+
+    name: str
+    kind: str  # "single" | "sequence"
+    ops: list[str]
+    text: str
+    flops: int
+    meta: dict = field(default_factory=dict)
+
+
+def _pick(rng: np.random.Generator, xs):
+    return xs[int(rng.integers(len(xs)))]
+
+
+def single_op(rng: np.random.Generator, op: str) -> Generated:
+    """One op with model-like shapes, redrawn until its work fits MAX_FLOPS."""
+    for _ in range(1000):
+        m = _Module()
+        if op == "matmul":
+            rows, k, n = _pick(rng, _ROWS), _pick(rng, _FEATURES), _pick(rng, _FEATURES)
+            x = m.arg((rows, k))
+            v, shape = op_matmul(m, x, (rows, k), n)
+            desc = f"{rows}x{n}x{k}"
+        elif op == "conv_2d":
+            s, c, f, k = _pick(rng, _SPATIAL), _pick(rng, _CHANNELS), _pick(rng, _FILTERS), _pick(rng, _KERNELS)
+            stride = 2 if rng.random() < 0.25 else 1
+            if s < k:
+                continue
+            h = (s - 1) * stride + k
+            x = m.arg((1, h, h, c))
+            v, shape = op_conv(m, x, (1, h, h, c), f, k, stride)
+            desc = f"{h}x{h}x{c}_k{k}s{stride}_f{f}"
+        elif op == "pooling":
+            s, c, k = _pick(rng, _SPATIAL), _pick(rng, _CHANNELS[1:]), _pick(rng, (2, 3))
+            stride = _pick(rng, (1, 2, 2))
+            h = (s - 1) * stride + k
+            x = m.arg((1, h, h, c))
+            v, shape = op_pool(m, x, (1, h, h, c), k, stride)
+            desc = f"{h}x{h}x{c}_k{k}s{stride}"
+        elif op in ("add", "relu"):
+            if rng.random() < 0.5:
+                shape = (_pick(rng, _ROWS), _pick(rng, _FEATURES))
+            else:
+                s = _pick(rng, _SPATIAL)
+                shape = (1, s, s, _pick(rng, _CHANNELS[1:]))
+            x = m.arg(shape)
+            v, shape = op_add(m, x, shape) if op == "add" else op_relu(m, x, shape)
+            desc = "x".join(str(d) for d in shape)
+        else:
+            raise EngineError(f"unknown op {op!r}; single ops are {', '.join(SINGLE_OPS)}")
+        if MIN_FLOPS <= m.flops <= MAX_FLOPS and all(np.prod(a) <= MAX_ELEMENTS for a in m.args + [shape]):
+            text = m.text(v, shape, f"Data set single op ({op}, shapes as in real models): {desc}.")
+            return Generated(f"{op}_{desc}", "single", [op], text, m.flops)
+    raise EngineError(f"could not draw a {op} small enough")  # pragma: no cover
+
+
+def sequence(rng: np.random.Generator, length: int = SEQUENCE_LENGTH) -> Generated:
+    """A random chain: each op takes the previous op's output (paper Sec. VI-A)."""
+    for _ in range(1000):
+        m = _Module()
+        ops: list[str] = []
+        if rng.random() < 0.5:
+            shape = (_pick(rng, _ROWS[:-2]), _pick(rng, _FEATURES[:5]))
+            world = DENSE_OPS
+        else:
+            s = _pick(rng, (16, 28, 32, 56))
+            shape = (1, s, s, _pick(rng, (8, 16, 32, 64)))
+            world = IMAGE_OPS
+        x = m.arg(shape)
+        v, cur = x, shape
+        for _ in range(length):
+            op = _pick(rng, world)
+            if op == "matmul":
+                v, cur = op_matmul(m, v, cur, _pick(rng, _FEATURES[:5]))
+            elif op == "add":
+                v, cur = op_add(m, v, cur)
+            elif op == "relu":
+                v, cur = op_relu(m, v, cur)
+            elif op == "sigmoid":
+                v, cur = op_sigmoid(m, v, cur)
+            elif op == "softmax":
+                v, cur = op_softmax(m, v, cur)
+            elif op == "conv_2d":
+                k = _pick(rng, (1, 3, 3)) if cur[1] >= 3 else 1
+                v, cur = op_conv(m, v, cur, _pick(rng, (8, 16, 32, 64)), k, 1)
+            elif op == "pooling":
+                if cur[1] < 4:
+                    op = "relu"
+                    v, cur = op_relu(m, v, cur)
+                else:
+                    v, cur = op_pool(m, v, cur, 2, 2)
+            ops.append(op)
+        if MIN_FLOPS <= m.flops <= MAX_FLOPS and all(np.prod(a) <= MAX_ELEMENTS for a in m.args + [cur]):
+            desc = "-".join(ops)
+            dims = "x".join(str(d) for d in shape)
+            text = m.text(v, cur, f"Data set random sequence of {length} ops on {dims}: {desc}.")
+            return Generated(f"seq_{dims}_{desc}", "sequence", ops, text, m.flops)
+    raise EngineError("could not draw a sequence small enough")  # pragma: no cover
+
+
+def draw(rng: np.random.Generator, i: int) -> Generated:
+    """Program number i: even numbers are single ops (cycling through SINGLE_OPS), odd ones sequences."""
+    return single_op(rng, SINGLE_OPS[(i // 2) % len(SINGLE_OPS)]) if i % 2 == 0 else sequence(rng)
+
+
+def generate(out_dir: str, n: int, seed: int = 0, engine=None, eval_fraction: float = 0.2,
+             max_baseline_ms: float = 100.0, on_progress: Callable[[int, int, str], None] | None = None) -> dict:
+    """Write n programs and manifest.json to out_dir; with an engine, each baseline is measured and a
+    program whose baseline fails or exceeds max_baseline_ms is redrawn. Returns the manifest."""
+    if n < 1:
+        raise EngineError(f"--n must be at least 1, not {n}")
+    try:
+        os.makedirs(out_dir, exist_ok=True)
+    except OSError as e:
+        raise EngineError(f"cannot create {out_dir}: {e.strerror}") from None
+    rng = np.random.default_rng(seed)
+    entries = []
+    for i in range(n):
+        for _attempt in range(20):
+            g = draw(rng, i)
+            prog = load(g.text, name=g.name)  # a LoadError here is a generator bug
+            fname = f"{i:04d}_{g.name}.mlir"
+            entry = {"name": fname[:-5], "path": fname, "kind": g.kind, "ops": g.ops, "flops": g.flops,
+                     "linalg_ops": len(prog.ops), "sha256": prog.sha256}
+            if engine is not None:
+                m = engine.baseline(prog)
+                if not m.ok or (m.time_ms or 0) > max_baseline_ms:
+                    continue
+                entry["baseline_ms"] = m.time_ms
+            break
+        else:
+            raise EngineError(f"program {i}: no draw had a baseline that runs under {max_baseline_ms} ms")
+        with open(os.path.join(out_dir, fname), "w") as f:
+            f.write(g.text)
+        entries.append(entry)
+        if on_progress is not None:
+            on_progress(i + 1, n, fname)
+    # split: stratified by kind, a seeded eval_fraction of each kind goes to eval
+    split_rng = np.random.default_rng(seed + 1)
+    for kind in ("single", "sequence"):
+        idx = [i for i, e in enumerate(entries) if e["kind"] == kind]
+        n_eval = int(round(eval_fraction * len(idx)))
+        chosen = set(split_rng.permutation(idx)[:n_eval].tolist()) if idx else set()
+        for i in idx:
+            entries[i]["split"] = "eval" if i in chosen else "train"
+    manifest = {"version": 1, "seed": seed, "n": n, "eval_fraction": eval_fraction, "programs": entries,
+                "train": [e["path"] for e in entries if e["split"] == "train"],
+                "eval": [e["path"] for e in entries if e["split"] == "eval"]}
+    with open(os.path.join(out_dir, "manifest.json"), "w") as f:
+        json.dump(manifest, f, indent=1)
+    return manifest
+
+
+def read_manifest(path: str) -> dict:
+    """A manifest (file or directory holding manifest.json) with absolute program paths."""
+    if os.path.isdir(path):
+        path = os.path.join(path, "manifest.json")
+    try:
+        with open(path) as f:
+            man = json.load(f)
+    except OSError as e:
+        raise EngineError(f"cannot read {path}: {e.strerror}") from None
+    except json.JSONDecodeError as e:
+        raise EngineError(f"{path} is not a data set manifest: {e.msg} at line {e.lineno}") from None
+    base = os.path.dirname(os.path.abspath(path))
+    for e in man.get("programs", []):
+        e["abspath"] = os.path.join(base, e["path"])
+    return man
