@@ -1,0 +1,165 @@
+"""The one small interface through which the app reaches the engine (harlequin's `adapter.py` habit).
+
+The UI never imports `mlir`: it keeps a `Session` (plain data) and asks the adapter for everything that
+needs a worker process: measurements, the transformed IR, scripts, exports, policy suggestions. UI tests
+pass a fake adapter with fixed timings; integration tests pass `EngineAdapter(engine)` around a real Engine.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from engine import Action, Engine, Measurement, Program, Schedule, Session
+
+Progress = Callable[[str, int, int], None]
+
+
+@dataclass
+class Suggestion:
+    """What the policy proposes for the current op, and the probabilities of its top choices."""
+
+    action: Action
+    top: list[tuple[str, float]] = field(default_factory=list)
+
+
+class NoPolicy(Exception):
+    """No policy checkpoint can be used; str() is the one line to show."""
+
+
+class Adapter(Protocol):
+    """What the app needs from the engine; every method may block, so the app calls them from workers."""
+
+    def measure(self, program: Program, schedule: Schedule, on_progress: Progress | None = None,
+                cancel: threading.Event | None = None) -> Measurement: ...
+
+    def transformed_ir(self, program: Program, schedule: Schedule) -> tuple[str, str]: ...
+
+    def script(self, program: Program, schedule: Schedule) -> str: ...
+
+    def replayable(self, program: Program, schedule: Schedule) -> str: ...
+
+    def suggest(self, session: Session, k: int = 3) -> Suggestion: ...
+
+    def close(self) -> None: ...
+
+
+class EngineAdapter:
+    """The real engine. The Engine (and its worker processes) starts on first use, off the UI thread,
+    so the first paint does not wait for MLIR to load in the workers."""
+
+    def __init__(self, engine: Engine | None = None, policy: str | None = None) -> None:
+        self._engine = engine
+        self._owned = engine is None
+        self._lock = threading.Lock()
+        self._policy_path = policy
+        self._policy = None
+
+    @property
+    def engine(self) -> Engine:
+        with self._lock:
+            if self._engine is None:
+                self._engine = Engine()
+            return self._engine
+
+    def measure(self, program: Program, schedule: Schedule, on_progress: Progress | None = None,
+                cancel: threading.Event | None = None) -> Measurement:
+        return self.engine.measure(program, schedule, on_progress=on_progress, cancel=cancel)
+
+    def transformed_ir(self, program: Program, schedule: Schedule) -> tuple[str, str]:
+        return self.engine.transformed_ir(program, schedule)
+
+    def script(self, program: Program, schedule: Schedule) -> str:
+        from engine.transforms import script
+
+        return script(program, schedule)
+
+    def replayable(self, program: Program, schedule: Schedule) -> str:
+        from engine.export import replayable
+
+        return replayable(program, schedule)
+
+    def suggest(self, session: Session, k: int = 3) -> Suggestion:
+        if self._policy is None:
+            try:
+                from agent.suggest import load_policy
+            except ImportError:
+                raise NoPolicy("no policy checkpoint available (the agent package is not installed)") from None
+            try:
+                self._policy = load_policy(self._policy_path)
+            except Exception as e:  # noqa: BLE001 - a broken checkpoint must not end the session
+                raise NoPolicy(f"no policy checkpoint available: {' '.join(str(e).split())}") from None
+            if self._policy is None:
+                raise NoPolicy("no policy checkpoint available")
+        try:
+            res = self._policy.suggest(session, k=k)
+        except Exception as e:  # noqa: BLE001
+            raise NoPolicy(f"the policy failed: {' '.join(str(e).split())}") from None
+        if res is None:
+            raise NoPolicy("no policy checkpoint available")
+        action, top = res
+        return Suggestion(action, [(str(a), float(p)) for a, p in top])
+
+    def close(self) -> None:
+        if self._owned and self._engine is not None:
+            self._engine.close()
+
+
+class FakeAdapter:
+    """Fixed timings, no worker processes: for UI tests, snapshots and the startup benchmark.
+
+    Each action makes the program `speedup_per_action` times faster; a schedule containing an action
+    listed in `fail` gets that status instead (e.g. {"V": "crash"}); `delay` seconds per measurement.
+    """
+
+    def __init__(self, baseline_ms: float = 10.0, speedup_per_action: float = 2.0, delay: float = 0.0,
+                 fail: dict[str, str] | None = None, suggestion: Suggestion | None = None) -> None:
+        self.baseline_ms = baseline_ms
+        self.factor = speedup_per_action
+        self.delay = delay
+        self.fail = fail or {}
+        self.suggestion = suggestion
+        self.calls: list[str] = []
+
+    def measure(self, program: Program, schedule: Schedule, on_progress: Progress | None = None,
+                cancel: threading.Event | None = None) -> Measurement:
+        from engine import to_text
+
+        text = to_text(schedule)
+        self.calls.append(text)
+        for k, phase in enumerate(("compile", "run")):
+            if on_progress:
+                on_progress(phase, k, 2)
+            if cancel is not None and cancel.wait(self.delay / 2):
+                return Measurement(status="cancelled", schedule=text, error="cancelled")
+        kinds = [a.kind for acts in schedule.ops.values() for a in acts]
+        for kind, status in self.fail.items():
+            if kind in kinds:
+                return Measurement(status=status, schedule=text, baseline_ms=self.baseline_ms,
+                                   error=f"fake {status} for {kind}")
+        ms = self.baseline_ms / (self.factor ** len(kinds))
+        return Measurement(status="ok", schedule=text, time_ms=ms, baseline_ms=self.baseline_ms,
+                           speedup=self.baseline_ms / ms, validated=True)
+
+    def transformed_ir(self, program: Program, schedule: Schedule) -> tuple[str, str]:
+        from engine import to_text
+
+        return "ok", f"// transformed by: {to_text(schedule)}\n{program.text}"
+
+    def script(self, program: Program, schedule: Schedule) -> str:
+        from engine.transforms import script
+
+        return script(program, schedule)
+
+    def replayable(self, program: Program, schedule: Schedule) -> str:
+        return f"// replayable\n{program.text}"
+
+    def suggest(self, session: Session, k: int = 3) -> Suggestion:
+        if self.suggestion is None:
+            raise NoPolicy("no policy checkpoint available")
+        return self.suggestion
+
+    def close(self) -> None:
+        pass

@@ -1,0 +1,1 @@
+"""Widgets of the app, one feature per module, each with its own DEFAULT_CSS."""

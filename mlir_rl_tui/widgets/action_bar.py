@@ -1,0 +1,170 @@
+"""Action bar: pick a transformation and its parameters (tile size per loop, interchange order), apply."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from textual import on
+from textual.app import ComposeResult
+from textual.containers import Horizontal
+from textual.message import Message
+from textual.widgets import Button, Label, Select
+
+from engine import Action, ScheduleError, Session
+from engine.config import TRANSFORMATIONS
+from engine.schedule import TILED
+from mlir_rl_tui.widgets.loopnest import _var
+
+KIND_NAMES = {"T": "T tile", "TP": "TP parallel", "TF": "TF fuse", "I": "I interchange", "V": "V vectorize",
+              "NT": "NT next op"}
+
+
+def default_size(allowed: list[int], extent: int) -> int:
+    """A reasonable first pick: the largest allowed tile <= 32 that leaves more than one tile, else 0."""
+    good = [s for s in allowed if 0 < s <= 32 and s < extent]
+    return max(good) if good else 0
+
+
+class ActionBar(Horizontal):
+    """`kind [sizes per loop | order per position] Apply`; Enter on a Select opens it, `x` applies."""
+
+    DEFAULT_CSS = """
+    ActionBar { height: 3; background: $boost; }
+    ActionBar Label { padding: 1 0 0 1; width: auto; }
+    ActionBar #kind { width: 20; }
+    ActionBar #params { width: 1fr; height: 3; }
+    ActionBar #params Select { width: 12; }
+    ActionBar #params.-interchange Select { width: 14; }
+    ActionBar #params Label { padding: 1 1 0 1; color: $text-muted; }
+    ActionBar Button { min-width: 9; width: auto; }
+    """
+
+    @dataclass
+    class Apply(Message):
+        """The user asked to apply this action to the current op."""
+
+        action: Action
+
+    @dataclass
+    class KindChanged(Message):
+        """The picked transformation changed (the mask view follows it)."""
+
+        kind: str
+
+    @dataclass
+    class Invalid(Message):
+        """The picked parameters do not make an action (one-line reason)."""
+
+        reason: str
+
+    def __init__(self, **kw) -> None:
+        super().__init__(**kw)
+        self.kind = "T"
+        self._session: Session | None = None
+        self._params: list[Select] = []
+
+    def compose(self) -> ComposeResult:
+        yield Label("do")
+        yield Select([(KIND_NAMES[k], k) for k in TRANSFORMATIONS], value="T", allow_blank=False, id="kind")
+        yield Horizontal(id="params")
+        yield Button("Apply", id="apply", variant="primary")
+        yield Button("Undo", id="undo")
+
+    # ------------------------------------------------------------------------------------------
+    def show(self, session: Session) -> None:
+        self._session = session
+        self._rebuild()
+
+    def pick(self, kind: str) -> None:
+        """Select a transformation (from a key) and focus its first parameter."""
+        sel = self.query_one("#kind", Select)
+        if sel.value != kind:
+            sel.value = kind
+        else:
+            self._set_kind(kind)
+        if self._params:
+            self.call_after_refresh(self._params[0].focus)
+
+    @on(Select.Changed, "#kind")
+    def _kind_changed(self, event: Select.Changed) -> None:
+        event.stop()
+        if isinstance(event.value, str):
+            self._set_kind(event.value)
+
+    def _set_kind(self, kind: str) -> None:
+        self.kind = kind
+        self._rebuild()
+        self.post_message(self.KindChanged(kind))
+
+    def _rebuild(self) -> None:
+        box = self.query_one("#params", Horizontal)
+        box.remove_children()
+        self._params = []
+        box.set_class(self.kind == "I", "-interchange")
+        s = self._session
+        st = s.current if s else None
+        mask = s.mask() if s else None
+        if st is None or mask is None:
+            box.mount(Label("every op is finished"))
+            return
+        widgets = []
+        if self.kind in TILED:
+            for pos in range(st.n_loops):
+                d = st.loop_at(pos)
+                row = mask.tile[self.kind][pos]
+                allowed = [sz for sz, c in zip(mask.tile_sizes, row, strict=True) if c.allowed]
+                value = default_size(allowed, st.extents[d])
+                opts = [(f"{_var(d)}:{sz}", sz) for sz in allowed]
+                sel = Select(opts, value=value, allow_blank=False, classes="param")
+                sel.tooltip = f"tile size of loop {pos} ({_var(d)}, extent {st.extents[d]})"
+                widgets.append(sel)
+        elif self.kind == "I":
+            done = list(s.pending) if s else []
+            rest = [p for p in range(st.n_loops) if p not in done]
+            for pos in range(st.n_loops):
+                value = done[pos] if pos < len(done) else rest[pos - len(done)]
+                opts = [(f"{pos}←{_var(st.loop_at(p))}{st.extents[st.loop_at(p)]}", p) for p in range(st.n_loops)]
+                sel = Select(opts, value=value, allow_blank=False, classes="param")
+                sel.tooltip = f"which loop goes to position {pos}"
+                widgets.append(sel)
+        else:
+            c = mask.transformation[self.kind]
+            widgets.append(Label("no parameters" if c.allowed else f"masked: {c.reason}"))
+        self._params = [w for w in widgets if isinstance(w, Select)]
+        if widgets:
+            box.mount_all(widgets)
+
+    # ------------------------------------------------------------------------------------------
+    def action(self) -> Action:
+        """The action the bar shows now (ScheduleError if the parameters do not make one)."""
+        s = self._session
+        st = s.current if s else None
+        if st is None:
+            raise ScheduleError("every op is already finished")
+        if self.kind in TILED or self.kind == "I":
+            vals = []
+            if len(self._params) != st.n_loops:
+                raise ScheduleError("the parameters are not ready yet")
+            for pos, sel in enumerate(self._params):
+                v = sel.value
+                if not isinstance(v, int):
+                    raise ScheduleError(f"pick a value for loop {pos}")
+                vals.append(v)
+            if self.kind == "I" and sorted(vals) != list(range(st.n_loops)):
+                raise ScheduleError(f"I{tuple(vals)} is not a permutation: each loop must appear once")
+            return Action(self.kind, tuple(vals))
+        return Action(self.kind)
+
+    @on(Button.Pressed, "#apply")
+    def request_apply(self, event: Button.Pressed | None = None) -> None:
+        if event is not None:
+            event.stop()
+        try:
+            self.post_message(self.Apply(self.action()))
+        except ScheduleError as e:
+            self.post_message(self.Invalid(str(e)))
+
+    @on(Button.Pressed, "#undo")
+    def _undo(self, event: Button.Pressed) -> None:
+        event.stop()
+        self.screen.run_action("undo")  # type: ignore[union-attr]

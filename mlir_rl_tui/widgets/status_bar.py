@@ -1,0 +1,95 @@
+"""Status bar: baseline, current time, speedup, GFLOP/s, and the measurement status or progress."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Horizontal
+from textual.widgets import ProgressBar, Static
+
+from engine import Measurement
+
+STATUS_STYLE = {"ok": "green", "cancelled": "dim", "measuring": "yellow"}
+
+
+def gflops(flops: int, ms: float | None) -> float | None:
+    if not ms or not flops:
+        return None
+    return flops / (ms * 1e-3) / 1e9
+
+
+class StatusBar(Horizontal):
+    """Two parts: the numbers of the last measurement of the current schedule, and its status line."""
+
+    DEFAULT_CSS = """
+    StatusBar { height: 1; background: $panel; }
+    StatusBar #numbers { width: auto; padding: 0 1; }
+    StatusBar #status { width: 1fr; padding: 0 1; }
+    StatusBar ProgressBar { width: 26; display: none; }
+    StatusBar.-busy ProgressBar { display: block; }
+    StatusBar ProgressBar Bar { width: 16; }
+    """
+
+    def __init__(self, flops: int = 0, **kw) -> None:
+        super().__init__(**kw)
+        self.flops = flops
+        self.baseline_ms: float | None = None
+        self.time_ms: float | None = None
+        self.speedup: float | None = None
+        self.status = "idle"
+        self.message = ""
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="numbers")
+        yield Static(id="status")
+        yield ProgressBar(total=None, show_eta=False, show_percentage=False, id="progress")
+
+    def on_mount(self) -> None:
+        self._render_numbers()
+        self.set_status("idle", "")
+
+    # ------------------------------------------------------------------------------------------
+    def set_baseline(self, ms: float | None) -> None:
+        self.baseline_ms = ms
+        self._render_numbers()
+
+    def set_measurement(self, m: Measurement | None) -> None:
+        """Show `m` (None: the schedule is not measured yet)."""
+        if m is None or not m.ok:
+            self.time_ms = self.speedup = None
+        else:
+            self.time_ms, self.speedup = m.time_ms, m.speedup
+        if m is not None and m.baseline_ms:
+            self.baseline_ms = m.baseline_ms
+        self._render_numbers()
+
+    def set_status(self, status: str, message: str = "") -> None:
+        self.status, self.message = status, " ".join(message.split())
+        style = STATUS_STYLE.get(status, "bold red" if status not in ("idle",) else "dim")
+        text = Text.assemble((status, style), (f"  {self.message}" if self.message else "", ""))
+        self.query_one("#status", Static).update(text)
+        self.set_class(status == "measuring", "-busy")
+
+    def set_progress(self, phase: str, i: int, n: int) -> None:
+        bar = self.query_one(ProgressBar)
+        if n:
+            bar.update(total=n, progress=i)
+        else:
+            bar.update(total=None)
+        self.set_status("measuring", f"{phase} {i}/{n}" if n else phase)
+
+    def _render_numbers(self) -> None:
+        def ms(v: float | None) -> str:
+            return f"{v:.3f} ms" if v is not None else "-"
+
+        g = gflops(self.flops, self.time_ms)
+        sp = f"{self.speedup:.2f}x" if self.speedup is not None else "-"
+        sp_style = "bold green" if self.speedup and self.speedup > 1 else ("bold red" if self.speedup else "")
+        text = Text.assemble(("baseline ", "dim"), ms(self.baseline_ms), ("  now ", "dim"), ms(self.time_ms),
+                             ("  speedup ", "dim"), (sp, sp_style),
+                             ("  GFLOP/s ", "dim"), f"{g:.2f}" if g is not None else "-")
+        self.query_one("#numbers", Static).update(text)
+
+    @property
+    def numbers_text(self) -> str:
+        return str(self.query_one("#numbers", Static).render())
