@@ -310,11 +310,14 @@ def generate(out_dir: str, n: int, seed: int = 0, engine=None, eval_fraction: fl
     except OSError as e:
         raise EngineError(f"cannot create {out_dir}: {e.strerror}") from None
     rng = np.random.default_rng(seed)
-    entries = []
+    entries: list[dict] = []
+    seen: set[str] = set()
     for i in range(n):
         for _attempt in range(20):
             g = draw(rng, i)
             prog = load(g.text, name=g.name)  # a LoadError here is a generator bug
+            if prog.sha256 in seen:
+                continue
             fname = f"{i:04d}_{g.name}.mlir"
             entry = {"name": fname[:-5], "path": fname, "kind": g.kind, "ops": g.ops, "flops": g.flops,
                      "linalg_ops": len(prog.ops), "sha256": prog.sha256}
@@ -325,7 +328,8 @@ def generate(out_dir: str, n: int, seed: int = 0, engine=None, eval_fraction: fl
                 entry["baseline_ms"] = m.time_ms
             break
         else:
-            raise EngineError(f"program {i}: no draw had a baseline that runs under {max_baseline_ms} ms")
+            raise EngineError(f"program {i}: no new draw had a baseline that runs under {max_baseline_ms} ms")
+        seen.add(prog.sha256)
         with open(os.path.join(out_dir, fname), "w") as f:
             f.write(g.text)
         entries.append(entry)

@@ -42,6 +42,7 @@ def test_same_seed_same_data_set(tmp_path):
     a = ds.generate(str(tmp_path / "a"), 4, seed=11)
     b = ds.generate(str(tmp_path / "b"), 4, seed=11)
     assert [e["sha256"] for e in a["programs"]] == [e["sha256"] for e in b["programs"]]
+    assert len({e["sha256"] for e in a["programs"]}) == 4  # no duplicate program
     c = ds.generate(str(tmp_path / "c"), 4, seed=12)
     assert [e["sha256"] for e in a["programs"]] != [e["sha256"] for e in c["programs"]]
 
