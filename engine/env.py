@@ -89,6 +89,7 @@ class ScheduleEnv(gym.Env):
         self._trace_source = trace_source
         self._trace = None
         self._episode_base = 0
+        self._interchange_before = None
 
     # ------------------------------------------------------------------------------------------
     @property
@@ -133,7 +134,9 @@ class ScheduleEnv(gym.Env):
             raise EngineError("the episode is over: call reset()")
         vec = np.asarray(action, dtype=np.int64)
         op_id = sess.current.op.id
-        obs_before, mask_before = sess.observation(), flat_mask(sess.mask(), self.limits)
+        before = (sess.observation(), flat_mask(sess.mask(), self.limits)) if self._trace_path else (None, None)
+        if sess.pending:  # an interchange is recorded with the observation from before its first level
+            before = self._interchange_before or before
         try:
             what, act = to_action(sess, vec)
             new = apply_vector(sess, vec)
@@ -143,6 +146,7 @@ class ScheduleEnv(gym.Env):
             return sess.observation(), self.penalty, True, False, info
         self.session = new
         self._steps += 1
+        self._interchange_before = before if new.pending and not sess.pending else self._interchange_before
         changed = to_text(new.schedule) != to_text(sess.schedule)
         reward, terminated = 0.0, new.done
         m = None
@@ -159,7 +163,7 @@ class ScheduleEnv(gym.Env):
                 self._last_log = log
         if changed:  # a complete interchange or any other action (level-pointer sub-steps wait for the last)
             recorded = new.schedule.actions(op_id)[-1] if what == "point" else act
-            self._record(op_id, recorded, obs_before, mask_before, m)
+            self._record(op_id, recorded, *before, m)
         return new.observation(), float(reward), bool(terminated), False, self._info()
 
     # ------------------------------------------------------------------------------------------
