@@ -17,10 +17,10 @@ from textual.message import Message
 from textual.widgets import ContentSwitcher, Static, Tab, Tabs, TextArea
 
 MODES = {
-    "original": "1 original",
-    "transformed": "2 transformed",
+    "original": "1 orig",
+    "transformed": "2 after",
     "diff": "3 diff",
-    "loops": "4 loop nest",
+    "loops": "4 loops",
     "script": "5 script",
 }
 MLIR_MODES = ("original", "transformed", "script")
