@@ -209,27 +209,13 @@ def build(text: str, script_text: str | None, parallel: bool, func: str, arg_spe
           stages: Stages, want_ir: bool = False) -> tuple[Compiled, str | None]:
     """Parse, tag, transform, lower and JIT. Raises StageError('transform'|'compile', msg)."""
     from mlir import ir
-    from mlir.dialects.transform import interpreter
     from mlir.execution_engine import ExecutionEngine
     from mlir.passmanager import PassManager
-
-    from engine.program import tag_ops
 
     ctx = ir.Context()
     transformed_ir = None
     with ctx, ir.Location.unknown():
-        with stages.time("parse"):
-            module = ir.Module.parse(text)
-            tag_ops(module)
-        if script_text:
-            with stages.time("transform"):
-                try:
-                    tmod = ir.Module.parse(script_text)
-                    interpreter.apply_named_sequence(module, find_named_sequence(tmod), tmod)
-                except StageError:
-                    raise
-                except Exception as e:  # noqa: BLE001
-                    raise StageError("transform", _one_line(e)) from None
+        module = _parse_and_transform(text, script_text, stages)
         if want_ir:
             transformed_ir = str(module)
         for op in module.body.operations:
@@ -255,25 +241,32 @@ def build(text: str, script_text: str | None, parallel: bool, func: str, arg_spe
     return compiled, transformed_ir
 
 
-def transform_ir(text: str, script_text: str | None, stages: Stages) -> str:
-    """Apply the transform script and return the transformed IR (no compilation)."""
+
+def _parse_and_transform(text: str, script_text: str | None, stages: Stages):
+    """Parse the payload, tag its ops, apply the script (inside an active MLIR context)."""
     from mlir import ir
     from mlir.dialects.transform import interpreter
 
     from engine.program import tag_ops
 
-    ctx = ir.Context()
-    with ctx, ir.Location.unknown():
-        with stages.time("parse"):
-            module = ir.Module.parse(text)
-            tag_ops(module)
-        if script_text:
-            with stages.time("transform"):
-                try:
-                    tmod = ir.Module.parse(script_text)
-                    interpreter.apply_named_sequence(module, find_named_sequence(tmod), tmod)
-                except StageError:
-                    raise
-                except Exception as e:  # noqa: BLE001
-                    raise StageError("transform", _one_line(e)) from None
-        return str(module)
+    with stages.time("parse"):
+        module = ir.Module.parse(text)
+        tag_ops(module)
+    if script_text:
+        with stages.time("transform"):
+            try:
+                tmod = ir.Module.parse(script_text)
+                interpreter.apply_named_sequence(module, find_named_sequence(tmod), tmod)
+            except StageError:
+                raise
+            except Exception as e:  # noqa: BLE001
+                raise StageError("transform", _one_line(e)) from None
+    return module
+
+
+def transform_ir(text: str, script_text: str | None, stages: Stages) -> str:
+    """Apply the transform script and return the transformed IR (no compilation)."""
+    from mlir import ir
+
+    with ir.Context(), ir.Location.unknown():
+        return str(_parse_and_transform(text, script_text, stages))
