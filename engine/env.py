@@ -46,9 +46,10 @@ MEASURES = ("final", "never")
 
 
 def _openmp() -> bool:
-    from engine.compile import openmp_library
+    """A parallel runtime (OpenMP or MLIR's async runtime) is available, so TP is not masked."""
+    from engine.compile import parallel_runtime
 
-    return openmp_library() is not None
+    return parallel_runtime() is not None
 
 
 class ScheduleEnv(gym.Env):
