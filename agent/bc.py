@@ -89,7 +89,7 @@ def examples_from_trace(path: str, programs: list[Program] | None = None) -> lis
 
 
 def behaviour_cloning(model: ActorCritic, examples: list[Example], epochs: int = 100, lr: float = 1e-3,
-                      batch_size: int = 64, vf_coef: float = 0.5, seed: int = 0, log=None) -> list[float]:
+                      batch_size: int = 32, vf_coef: float = 0.5, seed: int = 0, log=None) -> list[float]:
     """Minimise -log pi(a|s) (summed over the heads the action uses) + vf_coef * value error."""
     torch.manual_seed(seed)
     rng = np.random.default_rng(seed)
@@ -115,7 +115,7 @@ def behaviour_cloning(model: ActorCritic, examples: list[Example], epochs: int =
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             opt.step()
-            tot += float(loss) * len(mb)
+            tot += float(loss.detach()) * len(mb)
         losses.append(tot / len(examples))
         if log:
             log(ep + 1, losses[-1])

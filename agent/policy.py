@@ -8,7 +8,9 @@ interchange head (N level pointers, or 3N-6 enumerated swap candidates). The val
 
 One change from the paper, to keep the shipped checkpoint small: the LSTM's input weights are factored
 through a 512-wide linear layer (the raw feature vector has ~4200 entries, most of them the sparse
-access-matrix and history blocks). Raw counts (loop bounds, op counts) are scaled with log1p.
+access-matrix and history blocks). Raw counts (loop bounds, op counts) are scaled with log1p / 4, and the
+embedding goes through a LayerNorm: without both, the LSTM gates saturate and states that differ only
+in the action history (e.g. level-pointer sub-steps) collapse to the same output.
 
 Sampling follows vwxyzjn/invalid-action-masking: masked logits are pushed to a large negative value,
 their entropy is zero, and the log-probability of an action sums the heads the chosen transformation
@@ -67,6 +69,7 @@ class ActorCritic(nn.Module):
         self.register_buffer("count_cols", torch.from_numpy(_count_columns(limits)), persistent=False)
         self.project = nn.Linear(self.n_features, h)
         self.lstm = nn.LSTM(h, h, batch_first=True)
+        self.norm = nn.LayerNorm(h)
 
         def backbone() -> nn.Sequential:
             mods: list[nn.Module] = []
@@ -89,13 +92,13 @@ class ActorCritic(nn.Module):
     def embed(self, obs: torch.Tensor) -> torch.Tensor:
         """obs [B, 2F] (consumer ++ producer) -> producer-consumer embedding [B, H]."""
         x = obs.view(obs.shape[0], 2, self.n_features)
-        x = torch.where(self.count_cols, torch.sign(x) * torch.log1p(x.abs()), x)
+        x = torch.where(self.count_cols, torch.sign(x) * torch.log1p(x.abs()) / 4, x)
         if torch.is_grad_enabled():
             x = torch.relu(self.project(x))
         else:  # inference: only the non-zero columns of the sparse feature vector (keeps a decision < 10 ms)
             cols = (x != 0).flatten(0, 1).any(0).nonzero().squeeze(1)
             x = torch.relu(nn.functional.linear(x[..., cols], self.project.weight[:, cols], self.project.bias))
-        return self._lstm(x)
+        return self.norm(self._lstm(x))
 
     def _lstm(self, x: torch.Tensor) -> torch.Tensor:
         """The LSTM's last hidden state, unrolled by hand over the 2 steps (nn.LSTM's CPU kernel is ~10x

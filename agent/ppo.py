@@ -186,7 +186,7 @@ def update(model: ActorCritic, optimizer: optim.Optimizer, eps: list[Episode], a
             optimizer.step()
             for k, v in (("policy", pg_loss), ("value", v_loss), ("entropy", ent), ("approx_kl", approx_kl),
                          ("clipfrac", clipfrac)):
-                stats[k].append(float(v))
+                stats[k].append(float(v.detach()))
     y_pred, y_true = b_values.numpy(), b_returns.numpy()
     var_y = np.var(y_true)
     out = {k: float(np.mean(v)) for k, v in stats.items()}
@@ -285,7 +285,7 @@ def train(args: Args, on_iteration=None) -> str:
             row = {
                 "iteration": it + 1, "global_step": global_step, "episodes": (it + 1) * args.programs_per_batch,
                 "time_s": round(time.time() - t0, 1), "charts/reward": float(np.mean(rewards)),
-                "charts/speedup_gmean": math.exp(float(np.mean([max(r, args.penalty) for r in rewards]))),
+                "charts/speedup_gmean": math.exp(float(np.mean(np.log(ok)))) if ok else 0.0,
                 "charts/valid_rate": len(ok) / len(eps),
                 "charts/cache_hit_rate": hits / max(hits + misses, 1), "charts/evaluated": evaluated,
                 **{f"losses/{k}": v for k, v in stats.items()},
