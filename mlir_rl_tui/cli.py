@@ -148,28 +148,31 @@ BUILTIN = {
 }
 
 
-def _extensions() -> dict:
-    """Sub-commands defined in other modules (search, replay, dataset, optimize, train, evaluate)."""
-    found = {}
-    for mod in ("mlir_rl_tui.cli_search", "mlir_rl_tui.cli_agent"):
-        try:
-            m = __import__(mod, fromlist=["COMMANDS"])
-        except ImportError as e:
-            if e.name and e.name.startswith("mlir_rl_tui.cli_"):
-                continue
-            raise
-        found.update(m.COMMANDS)
-    return found
+#: Sub-commands defined in other modules, imported only when used (the agent's imports torch).
+EXTENSIONS = {
+    "search": ("mlir_rl_tui.cli_search", "search for a fast schedule with a budget of measurements"),
+    "replay": ("mlir_rl_tui.cli_search", "re-apply and re-measure the schedules of a trace"),
+    "dataset": ("mlir_rl_tui.cli_search", "generate a training data set of programs"),
+    "optimize": ("mlir_rl_tui.cli_agent", "the policy's schedule in one pass, measured"),
+    "train": ("mlir_rl_tui.cli_agent", "train the policy (behaviour cloning, then PPO)"),
+    "evaluate": ("mlir_rl_tui.cli_agent", "policy vs hill climbing vs PyTorch eager on a set of programs"),
+}
 
 
-def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Callable]]:
+def build_parser(only: str | None = None) -> tuple[argparse.ArgumentParser, dict[str, Callable]]:
+    """The parser; extension commands get their real arguments only when `only` names them."""
     parser = argparse.ArgumentParser(
         prog="mlir-rl-tui",
         description="Schedule explorer for MLIR linalg code. `mlir-rl-tui FILE` opens the app.")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     handlers: dict[str, Callable] = {}
-    for name, (help_text, add) in {**BUILTIN, **_extensions()}.items():
+    for name, (help_text, add) in BUILTIN.items():
         handlers[name] = add(sub.add_parser(name, help=help_text, description=help_text))
+    for name, (module, help_text) in EXTENSIONS.items():
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        if name == only:
+            mod = __import__(module, fromlist=["COMMANDS"])
+            handlers[name] = mod.COMMANDS[name][1](p)
     return parser, handlers
 
 
@@ -195,8 +198,9 @@ def main(argv: list[str] | None = None) -> int:
     from engine.errors import EngineError
 
     try:
-        parser, handlers = build_parser()
-        if argv and argv[0] not in handlers and not argv[0].startswith("-"):
+        first = argv[0] if argv else None
+        parser, handlers = build_parser(first)
+        if first and first not in handlers and first not in EXTENSIONS and not first.startswith("-"):
             return _open_app(argv)
         args = parser.parse_args(argv)
         if not args.command:
