@@ -15,6 +15,8 @@ from engine.config import TRANSFORMATIONS
 from engine.schedule import TILED
 from mlir_rl_tui.widgets.loopnest import _var
 
+MAX_LOOPS = 12  # Limits.n_loops: the action space has no more loop positions
+
 KIND_NAMES = {"T": "T tile", "TP": "TP parallel", "TF": "TF fuse", "I": "I interchange", "V": "V vectorize",
               "NT": "NT next op"}
 
@@ -62,11 +64,16 @@ class ActionBar(Horizontal):
         self.kind = "T"
         self._session: Session | None = None
         self._params: list[Select] = []
+        self._want_focus = False
 
     def compose(self) -> ComposeResult:
         yield Label("do")
         yield Select([(KIND_NAMES[k], k) for k in TRANSFORMATIONS], value="T", allow_blank=False, id="kind")
-        yield Horizontal(id="params")
+        with Horizontal(id="params"):
+            yield Label("", id="params-note")
+            # a fixed pool of selects, re-labelled on each change: no mount/unmount races, less layout work
+            for pos in range(MAX_LOOPS):
+                yield Select([("0", 0)], value=0, allow_blank=False, classes="param", id=f"param-{pos}")
         yield Button("Apply", id="apply", variant="primary")
         yield Button("Undo", id="undo")
 
@@ -76,14 +83,13 @@ class ActionBar(Horizontal):
         self._rebuild()
 
     def pick(self, kind: str) -> None:
-        """Select a transformation (from a key) and focus its first parameter."""
+        """Select a transformation (from a key) and focus its first parameter once they are built."""
+        self._want_focus = True
         sel = self.query_one("#kind", Select)
         if sel.value != kind:
-            sel.value = kind
+            sel.value = kind  # -> Select.Changed -> _set_kind
         else:
             self._set_kind(kind)
-        if self._params:
-            self.call_after_refresh(self._params[0].focus)
 
     @on(Select.Changed, "#kind")
     def _kind_changed(self, event: Select.Changed) -> None:
@@ -98,41 +104,50 @@ class ActionBar(Horizontal):
 
     def _rebuild(self) -> None:
         box = self.query_one("#params", Horizontal)
-        box.remove_children()
-        self._params = []
         box.set_class(self.kind == "I", "-interchange")
+        note = self.query_one("#params-note", Label)
+        pool = list(self.query(".param").results(Select))
         s = self._session
         st = s.current if s else None
         mask = s.mask() if s else None
+        rows: list[tuple[list[tuple[str, int]], int, str]] = []
+        text = ""
         if st is None or mask is None:
-            box.mount(Label("every op is finished"))
-            return
-        widgets = []
-        if self.kind in TILED:
+            text = "every op is finished"
+        elif self.kind in TILED:
             for pos in range(st.n_loops):
                 d = st.loop_at(pos)
                 row = mask.tile[self.kind][pos]
                 allowed = [sz for sz, c in zip(mask.tile_sizes, row, strict=True) if c.allowed]
-                value = default_size(allowed, st.extents[d])
-                opts = [(f"{_var(d)}:{sz}", sz) for sz in allowed]
-                sel = Select(opts, value=value, allow_blank=False, classes="param")
-                sel.tooltip = f"tile size of loop {pos} ({_var(d)}, extent {st.extents[d]})"
-                widgets.append(sel)
+                rows.append(([(f"{_var(d)}:{sz}", sz) for sz in allowed], default_size(allowed, st.extents[d]),
+                             f"tile size of loop {pos} ({_var(d)}, extent {st.extents[d]})"))
         elif self.kind == "I":
             done = list(s.pending) if s else []
             rest = [p for p in range(st.n_loops) if p not in done]
             for pos in range(st.n_loops):
                 value = done[pos] if pos < len(done) else rest[pos - len(done)]
                 opts = [(f"{pos}←{_var(st.loop_at(p))}{st.extents[st.loop_at(p)]}", p) for p in range(st.n_loops)]
-                sel = Select(opts, value=value, allow_blank=False, classes="param")
-                sel.tooltip = f"which loop goes to position {pos}"
-                widgets.append(sel)
+                rows.append((opts, value, f"which loop goes to position {pos}"))
         else:
             c = mask.transformation[self.kind]
-            widgets.append(Label("no parameters" if c.allowed else f"masked: {c.reason}"))
-        self._params = [w for w in widgets if isinstance(w, Select)]
-        if widgets:
-            box.mount_all(widgets)
+            text = "no parameters" if c.allowed else f"masked: {c.reason}"
+        note.update(text)
+        note.display = bool(text)
+        self._params = []
+        for pos, sel in enumerate(pool):
+            if pos < len(rows):
+                opts, value, tip = rows[pos]
+                sel.set_options(opts)
+                sel.value = value
+                sel.tooltip = tip
+                sel.display = True
+                self._params.append(sel)
+            else:
+                sel.display = False
+        if self._want_focus:
+            self._want_focus = False
+            if self._params:
+                self.call_after_refresh(self._params[0].focus)
 
     # ------------------------------------------------------------------------------------------
     def action(self) -> Action:
