@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import resource
 import selectors
 import signal
 import subprocess
@@ -42,20 +41,18 @@ class Worker:
         env["PYTHONPATH"] = _ROOT + os.pathsep + env.get("PYTHONPATH", "")
         env.setdefault("OPENBLAS_NUM_THREADS", "1")
         env.setdefault("KMP_WARNINGS", "0")
+        # No preexec_fn: it forces a full fork() of this (large) process while holding the GIL, which
+        # froze the app's event loop; the worker sets its own limits first thing (engine.worker.main).
+        env["MLIR_RL_WORKER_MEMORY"] = str(memory_limit or 0)
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "engine.worker"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=self.log, env=env, preexec_fn=self._limits, start_new_session=True)
+            stderr=self.log, env=env, start_new_session=True)
         self.buf = b""
         self.sel = selectors.DefaultSelector()
         self.sel.register(self.proc.stdout, selectors.EVENT_READ)
         ready = self._read(time.monotonic() + 60, None)
         if ready.get("event") != "ready":
             raise WorkerDied("worker did not start")
-
-    def _limits(self) -> None:
-        if self.memory_limit:
-            resource.setrlimit(resource.RLIMIT_AS, (self.memory_limit, self.memory_limit))
-        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
     def alive(self) -> bool:
         return self.proc.poll() is None

@@ -160,7 +160,18 @@ def _compare(out: np.ndarray, ref: np.ndarray, rtol: float, atol_scale: float) -
     return False, f"{bad} of {out.size} elements differ from the baseline (max abs error {worst:.3g})"
 
 
+def set_limits() -> None:
+    """Memory limit (address space) and no core files, set by the worker itself before loading MLIR."""
+    import resource
+
+    limit = int(os.environ.get("MLIR_RL_WORKER_MEMORY", "0") or 0)
+    if limit:
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+
 def main() -> None:
+    set_limits()
     # The protocol gets a private copy of stdout; fd 1 then points at stderr so that anything
     # MLIR or LLVM prints cannot corrupt it.
     proto = os.fdopen(os.dup(1), "w", buffering=1)
