@@ -48,10 +48,12 @@ class Policy:
 
     @torch.no_grad()
     def suggest(self, session, k: int = 3) -> tuple[Action | LevelPointer, list[tuple[str, float]]]:
-        """The most probable action and the top-k actions with their probabilities.
+        """The suggested action and the top-k transformations with their probabilities.
 
-        Each transformation is paired with its most probable parameters; the probability shown is
-        p(transformation) * p(parameters | transformation).
+        The transformation is the most probable one (p(transformation) is what is shown), each with its
+        most probable parameters (one argmax per tile row, or the best level pointer). Ranking by the
+        joint probability instead would favour V and NT, which have no parameters to be unsure about.
+        During an interchange only the level pointer is left to choose: the top-k are loops then.
         """
         if session.done:
             raise ScheduleError("every op is already finished")
@@ -66,21 +68,20 @@ class Policy:
         for kind in TRANSFORMATIONS:
             if not masks["transformation"][0, KIND[kind]]:
                 continue
-            base = np.zeros(2 + n, np.int64)
-            base[0] = KIND[kind]
+            v = np.zeros(2 + n, np.int64)
+            v[0] = KIND[kind]
             lpk = float(logp["transformation"][KIND[kind]])
             if kind in TILED:
-                best = logp[kind].max(-1)
-                base[1: 1 + n] = best.indices.numpy()
-                cands.append((lpk + float(best.values.sum()), base))
+                v[1: 1 + n] = logp[kind].argmax(-1).numpy()
+            elif kind == "I" and session.pending:
+                for loop in masks["I"][0].nonzero().squeeze(1).tolist():
+                    w = v.copy()
+                    w[1 + n] = loop
+                    cands.append((float(logp["I"][loop]), w))
+                continue
             elif kind == "I":
-                allowed = masks["I"][0].nonzero().squeeze(1).tolist()
-                for loop in allowed:
-                    v = base.copy()
-                    v[1 + n] = loop
-                    cands.append((lpk + float(logp["I"][loop]), v))
-            else:
-                cands.append((lpk, base))
+                v[1 + n] = int(logp["I"].argmax())
+            cands.append((lpk, v))
         cands.sort(key=lambda c: -c[0])
         top = [(self._label(session, v), float(np.exp(lp))) for lp, v in cands[:k]]
         self.decision_ms.append((time.perf_counter() - t0) * 1e3)
@@ -128,4 +129,8 @@ def load_policy(path: str | None = None) -> Policy | None:
     except Exception as e:  # noqa: BLE001 - one line for the user
         raise EngineError(f"{p}: not a policy checkpoint ({type(e).__name__}: {str(e).splitlines()[0][:120]})"
                           ) from None
+    with torch.no_grad():  # warm-up: torch's first call allocates and dispatches slowly
+        obs = torch.zeros(1, 2 * model.n_features)
+        obs[0, 0] = 1.0
+        model(obs, with_value=False)
     return Policy(model, meta, p)

@@ -2,7 +2,7 @@
 
 1. programs: `engine.dataset` when present, else `synthetic_dataset` below (matmul, matmul+bias+ReLU,
    add, ReLU, conv2d, max-pool and matmul chains at random shapes; train/eval split by seed);
-2. imitation data: hill climbing (agent.expert) on every training program, the best schedule kept as a
+2. imitation data: hill climbing (engine.search, or agent.expert's) on every training program, the best schedule kept as a
    search trace (traces/*.jsonl);
 3. behaviour cloning on those traces (policy + value pre-training);
 4. a short PPO run from the cloned weights (final reward = log speedup, measured through the cache);
@@ -134,6 +134,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--train", type=int, default=32)
     p.add_argument("--eval", type=int, default=8)
     p.add_argument("--budget", type=int, default=30, help="hill-climbing measurements per training program")
+    p.add_argument("--search", choices=["engine", "agent"], default="engine",
+                   help="hill climbing of engine.search (default) or agent.expert's fallback")
     p.add_argument("--bc-epochs", type=int, default=60)
     p.add_argument("--iterations", type=int, default=4, help="PPO iterations after BC")
     p.add_argument("--batch", type=int, default=64, help="PPO programs per batch")
@@ -158,7 +160,10 @@ def main(argv: list[str] | None = None) -> None:
     with Engine(config=MeasureConfig(runs=3)) as eng:
         def one(i: int) -> None:
             prog = train[i]
-            sched, m = expert.hill_climb(eng, prog, a.budget, seed=a.seed + i)
+            if a.search == "engine":
+                sched, m = expert.search_best(eng, prog, a.budget, seed=a.seed + i)
+            else:
+                sched, m = expert.hill_climb(eng, prog, a.budget, seed=a.seed + i)
             path = os.path.join(traces, f"{i:03d}.jsonl")
             if os.path.exists(path):
                 os.remove(path)
@@ -204,9 +209,12 @@ def main(argv: list[str] | None = None) -> None:
     t_all = time.time() - t0
     os.makedirs(CHECKPOINTS, exist_ok=True)
     shutil.copy(chosen, os.path.join(CHECKPOINTS, "default.pt"))
+    import sys
+
     info = {
+        "command": "python -m agent.train_default " + " ".join(sys.argv[1:] if argv is None else argv),
         "how": "hill-climbing search traces -> behaviour cloning -> PPO (python -m agent.train_default)",
-        "programs": manifest, "train_programs": len(train), "hill_budget": a.budget,
+        "programs": manifest, "train_programs": len(train), "hill_budget": a.budget, "hill": a.search,
         "hill_measurements": search_evaluated, "hill_gmean_speedup": _gmean(list(found.values())),
         "bc_decisions": len(examples), "bc_epochs": a.bc_epochs, "bc_loss": [bc_rows[0][1], bc_rows[-1][1]],
         "ppo": {k: v for k, v in vars(args).items() if k != "programs"},
@@ -229,3 +237,84 @@ def _gmean(xs: list[float]) -> float:
 
 if __name__ == "__main__":
     main()
+
+
+def write_report(work: str, out_md: str, evaluation: str | None = None) -> None:
+    """docs/agent-training.md: how the shipped policy was trained, its curves (CSV + plotext) and results."""
+    import csv
+
+    import plotext as plt
+
+    with open(os.path.join(CHECKPOINTS, "default.json")) as f:
+        info = json.load(f)
+    with open(os.path.join(work, "bc.csv")) as f:
+        bc_rows = list(csv.DictReader(f))
+    with open(os.path.join(work, "ppo", "progress.csv")) as f:
+        ppo_rows = list(csv.DictReader(f))
+
+    def chart(x, ys: dict, title: str) -> str:
+        plt.clear_figure()
+        plt.plotsize(90, 18)
+        plt.theme("clear")
+        for label, y in ys.items():
+            plt.plot(x, y, label=label, marker="dot")
+        plt.title(title)
+        return plt.build()
+
+    bc_plot = chart([int(r["epoch"]) for r in bc_rows], {"loss": [float(r["loss"]) for r in bc_rows]},
+                    "behaviour cloning: -log pi(a|s) + 0.5 value error, per epoch")
+    it = [int(r["iteration"]) for r in ppo_rows]
+    ppo_plot = chart(it, {"speedup gmean": [float(r["charts/speedup_gmean"]) for r in ppo_rows]},
+                     "PPO: geometric-mean speedup of the sampled schedules, per iteration (64 programs)")
+    cols = ["iteration", "time_s", "charts/reward", "charts/speedup_gmean", "charts/valid_rate",
+            "charts/cache_hit_rate", "losses/policy", "losses/value", "losses/entropy", "losses/approx_kl"]
+    table = ["| " + " | ".join(c.split("/")[-1] for c in cols) + " |", "|" + "---|" * len(cols)]
+    for r in ppo_rows:
+        table.append("| " + " | ".join(f"{float(r[c]):.3g}" for c in cols) + " |")
+    sec = info["seconds"]
+    text = f"""# How the shipped policy was trained
+
+`agent/checkpoints/default.pt` (float16 weights, {os.path.getsize(os.path.join(CHECKPOINTS, 'default.pt')) / 1e6:.1f} MB)
+and `default.json` (the full record) come from one run of
+
+```
+{info.get('command', 'python -m agent.train_default')}
+```
+
+on this 2-core box shared with three other jobs, {sec['total'] / 60:.0f} minutes wall time in all:
+
+1. **Programs**: {info['train_programs']} training programs of `{info['programs']}` (train split).
+2. **Imitation data**: hill climbing ({info.get('hill', 'engine')}) with {info['hill_budget']} measurements per
+   program ({info['hill_measurements']} real measurements, the rest cache hits; {sec['search']} s); the best
+   schedule of each program is kept as a search trace. Geometric-mean speedup of those schedules:
+   {info['hill_gmean_speedup']:.2f}x.
+3. **Behaviour cloning** on the {info['bc_decisions']} decisions of those traces, {info['bc_epochs']} epochs
+   (loss {info['bc_loss'][0]:.2f} -> {info['bc_loss'][1]:.3f}; {sec['bc']} s), value head pre-trained on the
+   traces' log speedups (Pearl Sec. 5.2's actor-critic pre-training, with schedules as data).
+4. **PPO** from the cloned weights, paper hyper-parameters (lr 1e-3, clip 0.2, gamma 1, lambda 0.95,
+   64 programs per batch, mini-batch 32, 4 epochs, value 0.5, entropy 0.01), {info['ppo']['iterations']}
+   iterations ({sec['ppo']} s). Final reward: log speedup of the whole program, measured once per episode
+   through the engine's cache.
+5. Shipped: the **{info['shipped']}** weights (greedy one-pass geometric-mean speedup on the training programs:
+   {', '.join(f'{k} {v:.2f}x' for k, v in info['greedy_train_gmean'].items())}).
+
+Curves (CSV: `docs/agent-training-bc.csv`, `docs/agent-training-ppo.csv`):
+
+```
+{bc_plot}
+```
+
+```
+{ppo_plot}
+```
+
+{chr(10).join(table)}
+"""
+    if evaluation:
+        text += "\n" + evaluation
+    with open(out_md, "w") as f:
+        f.write(text)
+    import shutil as sh
+
+    sh.copy(os.path.join(work, "bc.csv"), os.path.join(os.path.dirname(out_md), "agent-training-bc.csv"))
+    sh.copy(os.path.join(work, "ppo", "progress.csv"), os.path.join(os.path.dirname(out_md), "agent-training-ppo.csv"))

@@ -37,19 +37,32 @@ def _add_optimize(p: argparse.ArgumentParser) -> Callable:
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--runs", type=int, default=5, help="timed runs (median reported)")
     p.add_argument("--no-cache", action="store_true", help="measure even if the cache has an answer")
+    p.add_argument("--no-fallback", action="store_true",
+                   help="report the policy's schedule even when it fails or is slower than the baseline")
 
     def run(args: argparse.Namespace) -> int:
-        from engine import Session, load_file
+        from engine import Schedule, Session, load_file
 
         prog = load_file(args.file)
         pol = _policy(args.policy)
+        fallback = None
         with make_engine(args) as eng:
             sess = pol.schedule(Session(prog, openmp=eng.openmp))
             m = eng.measure(prog, sess.schedule, use_cache=not args.no_cache)
+            if not args.no_fallback and m.schedule and (not m.ok or (m.speedup or 0) < 1.0):
+                # never hand back something broken or slower: keep the untransformed program, say why
+                fallback = {"schedule": m.schedule, "status": m.status, "speedup": m.speedup, "error": m.error}
+                m = eng.measure(prog, Schedule({}), use_cache=not args.no_cache)
         out = {**m.to_json(), "policy_ms": round(pol.ms_per_decision, 3), "decisions": len(pol.decision_ms)}
+        if fallback:
+            out["fallback"] = fallback
         if args.json:
             emit(out)
-        elif m.ok:
+            return 0 if m.ok else 1
+        if fallback:
+            how = f"{fallback['speedup']:.2f}x" if fallback["speedup"] else fallback["status"]
+            print(f"the policy's schedule ({fallback['schedule']}) gave {how}: kept the untransformed program")
+        if m.ok:
             print(f"{m.schedule or '(no transformation)'}\n{m.status}: {m.time_ms:.3f} ms (baseline "
                   f"{m.baseline_ms:.3f} ms, speedup {m.speedup:.2f}x), validated; policy {out['policy_ms']:.2f} ms "
                   f"per decision x {out['decisions']}")
