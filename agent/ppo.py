@@ -50,6 +50,8 @@ class Args:
     ent_coef: float = 0.01
     max_grad_norm: float = 0.5
     norm_adv: bool = True
+    target_kl: float | None = None
+    """stop an iteration's epochs early when the approximate KL exceeds this (cleanrl); None = paper setting"""
     penalty: float = -1.0
     """reward of a schedule that fails to compile, run or validate"""
     runs: int = 3
@@ -162,6 +164,8 @@ def update(model: ActorCritic, optimizer: optim.Optimizer, eps: list[Episode], a
     n = len(b_obs)
     stats: dict[str, list[float]] = {k: [] for k in ("policy", "value", "entropy", "approx_kl", "clipfrac")}
     for _ in range(args.update_epochs):
+        if args.target_kl is not None and stats["approx_kl"] and stats["approx_kl"][-1] > args.target_kl:
+            break
         order = rng.permutation(n)
         for start in range(0, n, args.minibatch_size):
             mb = torch.from_numpy(order[start: start + args.minibatch_size])
@@ -322,7 +326,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         elif fl.name == "programs":
             p.add_argument(name, nargs="+", default=default)
         else:
-            typ = {"int": int, "float": float}.get(str(fl.type), str)
+            typ = {"int": int, "float": float, "float | None": float}.get(str(fl.type), str)
             p.add_argument(name, type=typ, default=default, help=f"default {default}")
 
 
