@@ -243,6 +243,8 @@ def _plot(rows: list[dict], png: str | None) -> None:
     names = [os.path.splitext(os.path.basename(r["program"]))[0][:16] for r in rows]
     series = [(k, [r.get(k) or 0.0 for r in rows]) for k in ("policy", "hill", "torch") if any(r.get(k) for r in rows)]
     plt.clear_figure()
+    if not sys.stdout.isatty():
+        plt.theme("clear")  # no colour codes in files and pipes
     plt.multiple_bar(names, [s for _, s in series], labels=[k for k, _ in series])
     plt.title("speedup over the untransformed baseline")
     if png:
