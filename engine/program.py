@@ -80,6 +80,8 @@ class LinalgOp:
     #: tiled to 1 before `decompose` turns the op into a vectorizable 1-D one.
     decompose_dims: tuple[int, int] | None = None
     result_shape: tuple[int, ...] = ()
+    #: Body ops outside arith/math/linalg.yield/linalg.index (e.g. cf.assert): the vectorizer rejects them.
+    unvectorizable_body: list[str] = field(default_factory=list)
 
     @property
     def shape_text(self) -> str:
@@ -315,6 +317,20 @@ def _arith_counts(op) -> dict[str, int]:
     return {k: sum(names[n] for n in ns) for k, ns in _ARITH.items()}
 
 
+_VECTOR_BODY_OK = ("arith.", "math.", "linalg.yield", "linalg.index")
+
+
+def _foreign_body_ops(op) -> list[str]:
+    found: list[str] = []
+    for r in op.regions:
+        for blk in r.blocks:
+            for o in blk.operations:
+                n = o.operation.name
+                if not n.startswith(_VECTOR_BODY_OK) and n not in found:
+                    found.append(n)
+    return found
+
+
 def _describe(raw_ops: list, name: str) -> list[LinalgOp]:
     from mlir import ir
     from mlir.dialects import linalg
@@ -381,7 +397,7 @@ def _describe(raw_ops: list, name: str) -> list[LinalgOp]:
             id=oid, index=idx, name=op.name, op_type=category,
             loops=[Loop(int(b), it) for b, it in zip(bounds, its)],
             access=access, n_inputs=n_in, arith=_arith_counts(op), location=_location(op),
-            decompose_dims=decompose, result_shape=rshape))
+            decompose_dims=decompose, result_shape=rshape, unvectorizable_body=_foreign_body_ops(op)))
     # producer / consumer graph through SSA values
     by_op = {raw.operation: d for raw, d in zip(raw_ops, described)}
     for raw, d in zip(raw_ops, described):

@@ -164,6 +164,8 @@ def vector_elements(st: OpState) -> int:
 def vectorize_choice(st: OpState, limits: Limits = DEFAULT_LIMITS) -> Choice:
     """Vectorization pre-condition (paper Sec. IV-B) and the 512-element rule (Sec. IV-A.2)."""
     op = st.op
+    if op.unvectorizable_body:
+        return Choice(False, f"the body has {', '.join(op.unvectorizable_body)}, which the vectorizer rejects")
     if op.decompose_dims is not None:
         if st.interchanged:
             return Choice(False, "an interchanged convolution is a linalg.generic the vectorizer rejects")

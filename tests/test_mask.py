@@ -108,3 +108,17 @@ def test_every_masked_choice_has_a_reason(matmul):
         for row in rows:
             for c in row:
                 assert c.allowed or c.reason
+
+
+def test_vectorize_masked_for_bodies_the_vectorizer_rejects():
+    from conftest import TORCH
+
+    prog = load_file(str(TORCH / "resnet_block.mlir"))
+    op = next(o for o in prog.ops if o.unvectorizable_body)
+    assert "cf.assert" in op.unvectorizable_body
+    s = Session(prog)
+    st = s.states[op.id]
+    from engine.state import vectorize_choice
+
+    c = vectorize_choice(st)
+    assert not c.allowed and "cf.assert" in c.reason
