@@ -16,7 +16,7 @@ import torch
 from agent.policy import KIND, distribution, evaluate_actions, sample
 from engine.config import TRANSFORMATIONS
 from engine.schedule import TILED
-from tests.conftest import SAMPLES
+from conftest import SAMPLES
 
 N, M = 12, 8
 
