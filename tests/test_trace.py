@@ -45,7 +45,8 @@ def test_search_trace_holds_the_best_schedule_step_by_step(engine, matmul, tmp_p
 
 def test_replay_reproduces_the_schedule_and_the_speedup(engine, matmul, tmp_path, cli):
     path = str(tmp_path / "t.jsonl")
-    sched = parse("op0: TP(32,32,0) T(4,32,1) V; op1: NT")
+    # serial: a parallel kernel's time swings far more when the other core is busy
+    sched = parse("op0: T(4,32,1) V; op1: NT")
     m = engine.measure(matmul, sched)
     write_schedule(path, matmul, sched, "user", m)
     r = cli("replay", path, "--json", "--runs", "3")
