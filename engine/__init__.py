@@ -13,10 +13,46 @@ __all__ = [
     "parse", "to_text",
 ]
 
-# Gymnasium id `mlir_rl/Schedule-v0` (engine.env); registered once, skipped if gymnasium is missing.
-try:
-    from engine.env import register as _register_env
-except ImportError:  # pragma: no cover
-    pass
-else:
-    _register_env()
+
+def _register_env_with_gymnasium() -> None:
+    """Gymnasium id `mlir_rl/Schedule-v0` (engine.env): registered now if gymnasium is already imported,
+    else as soon as it is (an import hook), so `import engine` does not pay for importing gymnasium
+    (0.1-0.3 s of the app's start) and `gymnasium.make("mlir_rl/Schedule-v0")` still works after it."""
+    import importlib.abc
+    import importlib.util
+    import sys
+
+    def register() -> None:
+        # as engine.env.register, without importing engine.env (it may be the module importing gymnasium)
+        import gymnasium
+
+        if "mlir_rl/Schedule-v0" not in gymnasium.registry:
+            gymnasium.register(id="mlir_rl/Schedule-v0", entry_point="engine.env:ScheduleEnv")
+
+    if "gymnasium" in sys.modules:
+        register()
+        return
+    if importlib.util.find_spec("gymnasium") is None:  # pragma: no cover - gymnasium missing: no env
+        return
+
+    class _WhenGymnasiumLoads(importlib.abc.MetaPathFinder):
+        def find_spec(self, name, path=None, target=None):
+            if name != "gymnasium":
+                return None
+            sys.meta_path.remove(self)
+            spec = importlib.util.find_spec(name)
+            if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+                return spec
+            exec_module = spec.loader.exec_module
+
+            def exec_and_register(module) -> None:
+                exec_module(module)
+                register()
+
+            spec.loader.exec_module = exec_and_register  # this module's loader only
+            return spec
+
+    sys.meta_path.insert(0, _WhenGymnasiumLoads())
+
+
+_register_env_with_gymnasium()

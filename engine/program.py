@@ -302,18 +302,28 @@ _ARITH = {
 }
 
 
+def _body_op_names(op, nested: bool = True) -> list[str]:
+    """Names of the ops in `op`'s regions (nested=False: only those directly in its blocks), pre-order.
+
+    Walks Operations: iterating `block.operations` makes OpViews, and the first linalg one imports
+    mlir.dialects.linalg with its Python op DSL (0.2-0.3 s of the app's start)."""
+    from mlir import ir
+
+    names: list[str] = []
+
+    def visit(o):
+        if not names and o == op:
+            names.append("")  # op itself
+            return ir.WalkResult.ADVANCE
+        names.append(o.name)
+        return ir.WalkResult.ADVANCE if nested else ir.WalkResult.SKIP
+
+    op.walk(visit, ir.WalkOrder.PRE_ORDER)
+    return names[1:]
+
+
 def _arith_counts(op) -> dict[str, int]:
-    names: Counter = Counter()
-
-    def walk_region(region):
-        for blk in region.blocks:
-            for o in blk.operations:
-                names[o.operation.name] += 1
-                for r in o.operation.regions:
-                    walk_region(r)
-
-    for r in op.regions:
-        walk_region(r)
+    names = Counter(_body_op_names(op))
     return {k: sum(names[n] for n in ns) for k, ns in _ARITH.items()}
 
 
@@ -322,18 +332,18 @@ _VECTOR_BODY_OK = ("arith.", "math.", "linalg.yield", "linalg.index")
 
 def _foreign_body_ops(op) -> list[str]:
     found: list[str] = []
-    for r in op.regions:
-        for blk in r.blocks:
-            for o in blk.operations:
-                n = o.operation.name
-                if not n.startswith(_VECTOR_BODY_OK) and n not in found:
-                    found.append(n)
+    for n in _body_op_names(op, nested=False):
+        if not n.startswith(_VECTOR_BODY_OK) and n not in found:
+            found.append(n)
     return found
 
 
 def _describe(raw_ops: list, name: str) -> list[LinalgOp]:
     from mlir import ir
-    from mlir.dialects import linalg
+
+    # the C extension behind mlir.dialects.linalg: importing that package also builds the Python op DSL
+    # (opdsl, core_named_ops), 0.2-0.3 s of the app's start for three functions
+    from mlir._mlir_libs import _mlirDialectsLinalg as linalg
 
     ids = traversal_ids(len(raw_ops))
     described: list[LinalgOp] = []
@@ -342,7 +352,7 @@ def _describe(raw_ops: list, name: str) -> list[LinalgOp]:
         if op.name.startswith(_UNSUPPORTED):
             raise LoadError(f"{where}: {op.name} is not supported; lower it to linalg.generic first")
         try:
-            maps = [ir.AffineMapAttr(a).value for a in linalg.get_indexing_maps(op.opview)]
+            maps = [ir.AffineMapAttr(a).value for a in linalg.get_indexing_maps(op)]
         except Exception:  # noqa: BLE001
             raise LoadError(f"{where}: {op.name} is not a structured linalg op; it cannot be scheduled") from None
         if not maps:
@@ -375,8 +385,9 @@ def _describe(raw_ops: list, name: str) -> list[LinalgOp]:
             for row in rows:
                 used_by_out |= {i for i, c in enumerate(row) if c}
         if "iterator_types" in op.attributes:
-            its = ["reduction" if "reduction" in str(a) else "parallel"
-                   for a in ir.ArrayAttr(op.attributes["iterator_types"])]
+            # from the text: iterating the ArrayAttr makes linalg attribute views (see _body_op_names)
+            its = ["reduction" if "reduction" in a else "parallel"
+                   for a in str(ir.ArrayAttr(op.attributes["iterator_types"])).strip("[]").split(",")]
         else:
             its = ["parallel" if i in used_by_out else "reduction" for i in range(n)]
         decompose = None
@@ -399,14 +410,13 @@ def _describe(raw_ops: list, name: str) -> list[LinalgOp]:
             access=access, n_inputs=n_in, arith=_arith_counts(op), location=_location(op),
             decompose_dims=decompose, result_shape=rshape, unvectorizable_body=_foreign_body_ops(op)))
     # producer / consumer graph through SSA values
-    by_op = {raw.operation: d for raw, d in zip(raw_ops, described)}
+    # by result value: `Value.owner` makes an OpView (see _body_op_names)
+    by_result = {res: d for raw, d in zip(raw_ops, described) for res in raw.results}
     for raw, d in zip(raw_ops, described):
         best = None
         for k, v in enumerate(raw.operands):
-            owner = v.owner
-            owner_op = getattr(owner, "operation", None)
-            if owner_op is not None and owner_op in by_op:
-                p = by_op[owner_op]
+            p = by_result.get(v)
+            if p is not None:
                 if p.id not in d.producers:
                     d.producers.append(p.id)
                 if d.id not in p.consumers:

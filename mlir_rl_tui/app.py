@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from textual import events
 from textual.app import App
 from textual.binding import Binding
 
 from engine import Program
 from mlir_rl_tui.adapter import Adapter, EngineAdapter
 from mlir_rl_tui.commands import ScheduleCommands
+from mlir_rl_tui.idle_gc import IdleCollector
 from mlir_rl_tui.screens.main import MainScreen
 
 
@@ -27,9 +29,18 @@ class ScheduleApp(App[int]):
         self.program = program
         self.adapter = adapter
         self.record = record
+        self.idle_gc = IdleCollector()  # started by the main screen after its first paint
 
     def on_mount(self) -> None:
         self.push_screen(MainScreen(self.program, self.adapter, self.record))
+
+    async def on_event(self, event: events.Event) -> None:
+        if isinstance(event, events.Key | events.MouseDown):
+            self.idle_gc.touched()
+        await super().on_event(event)
+
+    def on_unmount(self) -> None:
+        self.idle_gc.stop()
 
     def action_help(self) -> None:
         from mlir_rl_tui.screens.help import HelpScreen

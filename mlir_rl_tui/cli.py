@@ -195,6 +195,10 @@ def _open_app(argv: list[str]) -> int:
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    if argv and not argv[0].startswith("-") and argv[0] not in BUILTIN and argv[0] not in EXTENSIONS:
+        from mlir_rl_tui.idle_gc import pause_for_startup
+
+        pause_for_startup()  # opening the app: no garbage collection until its first paint
     from engine.errors import EngineError
 
     try:

@@ -40,6 +40,15 @@ class IRReady(Message):
 
 
 @dataclass
+class DiffReady(Message):
+    """The unified diff of the IR between two schedules (prev -> schedule) is computed."""
+
+    prev: str
+    schedule: str
+    text: str
+
+
+@dataclass
 class SuggestionReady(Message):
     """The policy answered for the schedule it was asked about (suggestion None: `error` says why)."""
 

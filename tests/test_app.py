@@ -257,3 +257,20 @@ async def test_every_sample_opens_and_steps(tmp_path):
             await pilot.press("n")
             await settle(pilot)
             assert app.main.steps and app.main.steps[0].action == Action("NT"), path.name
+
+
+@sync
+async def test_long_ir_is_cut_with_a_note_and_still_highlighted(matmul_prog):
+    from mlir_rl_tui.widgets.ir_view import MAX_LINES, IRView
+
+    app = make_app(matmul_prog, FakeAdapter())
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        ir = app.main.query_one(IRView)
+        ir.set_text("original", "\n".join(f"%c{i} = arith.constant {i} : i32" for i in range(3 * MAX_LINES)))
+        await settle(pilot)  # parsed and highlighted in a thread worker (the text is long)
+        doc = ir.query_one("#ir-text").document
+        assert doc.line_count == MAX_LINES + 1
+        assert doc.get_line(MAX_LINES).startswith(f"// ... {2 * MAX_LINES} more lines not shown here")
+        assert ir.query_one("#ir-text")._highlights
+        assert ir._texts["original"].count("\n") == 3 * MAX_LINES - 1  # the text itself is whole (export)

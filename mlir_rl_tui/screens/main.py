@@ -25,7 +25,7 @@ from engine import Action, EngineError, Measurement, Program, Session, to_text
 from engine.actions import flat_mask
 from engine.trace import TraceWriter, make_record
 from mlir_rl_tui.adapter import Adapter, NoPolicy, Suggestion
-from mlir_rl_tui.messages import ExportDone, IRReady, MeasureDone, MeasureProgress, SuggestionReady
+from mlir_rl_tui.messages import DiffReady, ExportDone, IRReady, MeasureDone, MeasureProgress, SuggestionReady
 from mlir_rl_tui.widgets.action_bar import ActionBar
 from mlir_rl_tui.widgets.features import FeaturesView
 from mlir_rl_tui.widgets.ir_view import IRView
@@ -82,6 +82,8 @@ class MainScreen(Screen):
         self.steps: list[Step] = []
         self.measurements: dict[str, Measurement] = {}
         self.ir: dict[str, tuple[str, str]] = {}
+        self.diffs: dict[tuple[str, str], str] = {}
+        self._diffing: tuple[str, str] | None = None
         self.suggestion: Suggestion | None = None
         self.suggestion_for: str | None = None
         self.trace_path = record
@@ -89,6 +91,8 @@ class MainScreen(Screen):
         self.step_counter = 0
         self._cancel = threading.Event()
         self._measuring: str | None = None
+        self._panels_pending = False
+        self._features_for: Session | None = None
 
     # ------------------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -105,7 +109,7 @@ class MainScreen(Screen):
                     yield FeaturesView(id="features-view")
                 with TabPane("suggest", id="suggest"):
                     yield SuggestView(id="suggest-view")
-        yield ActionBar(id="actions")
+        yield ActionBar(max_loops=max(len(o.loops) for o in self.program.ops), id="actions")
         yield StatusBar(flops=self.program.flops, id="statusbar")
         yield Footer()
 
@@ -120,6 +124,13 @@ class MainScreen(Screen):
         self.query_one("#ops", OpTree).focus()
         # the baseline starts the engine's workers: after the first paint, not before it
         self.set_timer(0.1, self._first_measure)
+        self.call_after_refresh(self._after_first_paint)
+
+    def _after_first_paint(self) -> None:
+        self.query_one(IRView).load_grammar()
+        idle_gc = getattr(self.app, "idle_gc", None)
+        if idle_gc is not None:
+            idle_gc.start(self.app)  # full garbage collections only while the user is idle (idle_gc.py)
 
     def _first_measure(self) -> None:
         if self._measuring is None and self.schedule_text not in self.measurements:
@@ -131,13 +142,13 @@ class MainScreen(Screen):
         return to_text(self.session.schedule)
 
     def refresh_views(self) -> None:
-        """Every view that follows the session (cheap: no worker involved)."""
+        """Every view that follows the session (cheap: no worker involved).
+
+        The side panels (mask, features, plot) follow one frame later: two shorter frames, and the event
+        loop runs in between, instead of one long one (benchmarks/app_responsiveness.py)."""
         s = self.session
         self.query_one(OpTree).show(s)
-        bar = self.query_one(ActionBar)
-        bar.show(s)
-        self.query_one(MaskView).show(s, bar.kind)
-        self.query_one(FeaturesView).show(s)
+        self.query_one(ActionBar).show(s)
         ir = self.query_one(IRView)
         ir.set_text("loops", self._loop_text())
         try:
@@ -146,8 +157,31 @@ class MainScreen(Screen):
         except EngineError as e:
             ir.set_text("script", f"// {e}")
         self._refresh_ir()
-        self._refresh_plot()
         self._refresh_status()
+        self._panels_later()
+
+    def _panels_later(self) -> None:
+        if not self._panels_pending:
+            self._panels_pending = True
+            self.call_after_refresh(self._refresh_panels)
+
+    def _refresh_panels(self) -> None:
+        self._panels_pending = False
+        self._refresh_mask()
+        self._features_for = None
+        self._refresh_features()
+        self._refresh_plot()
+
+    def _refresh_features(self) -> None:
+        """The features panel, only while it is shown (else when it is next shown)."""
+        if self._features_for is self.session or self.query_one("#right", TabbedContent).active != "features":
+            return
+        self._features_for = self.session
+        self.query_one(FeaturesView).show(self.session)
+
+    @on(TabbedContent.TabActivated, "#right")
+    def _on_panel(self, _: TabbedContent.TabActivated) -> None:
+        self._refresh_features()
 
     def _loop_text(self) -> str:
         s = self.session
@@ -158,7 +192,7 @@ class MainScreen(Screen):
         return loop_nest(st, st.op.fusion_producer, s.pending)
 
     def _refresh_ir(self) -> None:
-        """Fill the transformed and diff views from the IR cache; fetch what is missing if shown."""
+        """Fill the transformed and diff views from the IR cache; fetch (or diff) what is missing if shown."""
         ir = self.query_one(IRView)
         cur = self.schedule_text
         prev = self.steps[-2].schedule if len(self.steps) >= 2 else ""
@@ -169,13 +203,13 @@ class MainScreen(Screen):
             ir.set_text("transformed", "// computing the transformed IR...")
         if not self.steps:
             ir.set_text("diff", "")
-        elif cur in self.ir and prev in self.ir:
-            a, b = self.ir[prev][1], self.ir[cur][1]
-            label_a = prev or "original"
-            diff = difflib.unified_diff(a.splitlines(), b.splitlines(), label_a, cur, lineterm="", n=2)
-            ir.set_text("diff", "\n".join(diff) or "(no change in the IR)")
+        elif (prev, cur) in self.diffs:
+            ir.set_text("diff", self.diffs[(prev, cur)])
         else:
             ir.set_text("diff", "computing the diff...")
+            if ir.mode == "diff" and cur in self.ir and prev in self.ir and self._diffing != (prev, cur):
+                self._diffing = (prev, cur)
+                self.make_diff(prev, cur, self.ir[prev][1], self.ir[cur][1])
         need = []
         if ir.mode in ("transformed", "diff") and cur not in self.ir:
             need.append(cur)
@@ -183,6 +217,19 @@ class MainScreen(Screen):
             need.append(prev)
         if need:
             self.fetch_ir(need)
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="diff", description="diff")
+    def make_diff(self, prev: str, cur: str, a: str, b: str) -> None:
+        """difflib is quadratic in the worst case: never on the UI thread."""
+        diff = difflib.unified_diff(a.splitlines(), b.splitlines(), prev or "original", cur, lineterm="", n=2)
+        self.post_message(DiffReady(prev, cur, "\n".join(diff) or "(no change in the IR)"))
+
+    @on(DiffReady)
+    def _on_diff(self, msg: DiffReady) -> None:
+        self.diffs[(msg.prev, msg.schedule)] = msg.text
+        if self._diffing == (msg.prev, msg.schedule):
+            self._diffing = None
+        self._refresh_ir()
 
     def _refresh_plot(self) -> None:
         pts = []
@@ -491,8 +538,11 @@ class MainScreen(Screen):
         self.query_one(StatusBar).set_status("invalid", msg.reason)
 
     @on(ActionBar.KindChanged)
-    def _on_kind(self, msg: ActionBar.KindChanged) -> None:
-        self.query_one(MaskView).show(self.session, msg.kind)
+    def _on_kind(self, _: ActionBar.KindChanged) -> None:
+        self.call_after_refresh(self._refresh_mask)  # after the action bar's frame, as in refresh_views
+
+    def _refresh_mask(self) -> None:
+        self.query_one(MaskView).show(self.session, self.query_one(ActionBar).kind)
 
     def on_unmount(self) -> None:
         self._cancel.set()

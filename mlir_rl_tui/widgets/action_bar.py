@@ -59,12 +59,17 @@ class ActionBar(Horizontal):
 
         reason: str
 
-    def __init__(self, **kw) -> None:
+    def __init__(self, max_loops: int = MAX_LOOPS, **kw) -> None:
         super().__init__(**kw)
+        # one select per loop position of the program's deepest op: every Select is five widgets, and
+        # each one makes every layout of the screen slower (12 of them were 40% of the screen's widgets)
+        self.max_loops = max(1, min(max_loops, MAX_LOOPS))
         self.kind = "T"
         self._session: Session | None = None
         self._params: list[Select] = []
         self._want_focus = False
+        self._note: str | None = None
+        self._options: dict[int, list[tuple[str, int]]] = {}
 
     def compose(self) -> ComposeResult:
         yield Label("do")
@@ -72,7 +77,7 @@ class ActionBar(Horizontal):
         with Horizontal(id="params"):
             yield Label("", id="params-note")
             # a fixed pool of selects, re-labelled on each change: no mount/unmount races, less layout work
-            for pos in range(MAX_LOOPS):
+            for pos in range(self.max_loops):
                 yield Select([("0", 0)], value=0, allow_blank=False, classes="param", id=f"param-{pos}")
         yield Button("Apply", id="apply", variant="primary")
         yield Button("Undo", id="undo")
@@ -131,14 +136,19 @@ class ActionBar(Horizontal):
         else:
             c = mask.transformation[self.kind]
             text = "no parameters" if c.allowed else f"masked: {c.reason}"
-        note.update(text)
+        if text != self._note:
+            self._note = text
+            note.update(text)
         note.display = bool(text)
         self._params = []
         for pos, sel in enumerate(pool):
             if pos < len(rows):
                 opts, value, tip = rows[pos]
-                sel.set_options(opts)
-                sel.value = value
+                if self._options.get(pos) != opts:  # rebuilding a Select's overlay is not free
+                    self._options[pos] = opts
+                    sel.set_options(opts)
+                if sel.value != value:
+                    sel.value = value
                 sel.tooltip = tip
                 sel.display = True
                 self._params.append(sel)

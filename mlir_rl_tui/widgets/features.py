@@ -13,6 +13,7 @@ from engine import Session
 from engine.config import ARITH_KINDS, OP_TYPES
 from engine.features import blocks, features
 from engine.state import OpState, vectorize_choice
+from mlir_rl_tui.widgets.cached import Cached
 
 ARITH_SIGNS = {"add": "+", "sub": "-", "mul": "*", "div": "/", "exp": "exp"}
 
@@ -100,4 +101,4 @@ class FeaturesView(VerticalScroll):
         yield Static(id="features-body")
 
     def show(self, session: Session) -> None:
-        self.query_one("#features-body", Static).update(render_features(session))
+        self.query_one("#features-body", Static).update(Cached(render_features(session)))

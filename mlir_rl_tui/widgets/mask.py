@@ -10,6 +10,7 @@ from textual.widgets import Static
 
 from engine import Session
 from engine.schedule import TILED
+from mlir_rl_tui.widgets.cached import Cached
 
 YES = Text("✓", style="bold green")
 NO = Text("✗", style="bold red")
@@ -84,4 +85,4 @@ class MaskView(VerticalScroll):
         yield Static(id="mask-body")
 
     def show(self, session: Session, kind: str) -> None:
-        self.query_one("#mask-body", Static).update(render_mask(session, kind))
+        self.query_one("#mask-body", Static).update(Cached(render_mask(session, kind)))

@@ -38,6 +38,7 @@ class StatusBar(Horizontal):
         self.speedup: float | None = None
         self.status = "idle"
         self.message = ""
+        self._numbers: str | None = None
 
     def compose(self) -> ComposeResult:
         yield Static(id="numbers")
@@ -67,7 +68,8 @@ class StatusBar(Horizontal):
         self.status, self.message = status, " ".join(message.split())
         style = STATUS_STYLE.get(status, "bold red" if status not in ("idle",) else "dim")
         text = Text.assemble((status, style), (f"  {self.message}" if self.message else "", ""))
-        self.query_one("#status", Static).update(text)
+        # a fixed-size line: no layout of the whole screen for each progress message
+        self.query_one("#status", Static).update(text, layout=False)
         self.set_class(status == "measuring", "-busy")
 
     def set_progress(self, phase: str, i: int, n: int) -> None:
@@ -88,7 +90,11 @@ class StatusBar(Horizontal):
         text = Text.assemble(("baseline ", "dim"), ms(self.baseline_ms), ("  now ", "dim"), ms(self.time_ms),
                              ("  speedup ", "dim"), (sp, sp_style),
                              ("  GFLOP/s ", "dim"), f"{g:.2f}" if g is not None else "-")
-        self.query_one("#numbers", Static).update(text)
+        if text.plain != self._numbers:
+            # the numbers are sized to their text: a layout only when their width changes
+            layout = len(text.plain) != len(self._numbers or "")
+            self._numbers = text.plain
+            self.query_one("#numbers", Static).update(text, layout=layout)
 
     @property
     def numbers_text(self) -> str:
