@@ -55,6 +55,9 @@ class MeasureConfig:
     rtol: float = 1e-3
     atol_scale: float = 1e-4  # atol = atol_scale * max(1, max|baseline|)
     workers: int = 2
+    #: Niceness of the worker processes. The app uses 10 so compiling on both cores never starves its
+    #: event loop; search and training keep 0 (nothing interactive competes with them).
+    worker_nice: int = 0
     extra: dict = field(default_factory=dict)
 
 

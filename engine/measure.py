@@ -61,7 +61,7 @@ class Engine:
         self.limits = limits
         self.config = config
         self.cache: Cache | None = Cache() if cache is True else (cache if isinstance(cache, Cache) else None)
-        self.pool = WorkerPool(workers or config.workers, config.memory_limit_bytes)
+        self.pool = WorkerPool(workers or config.workers, config.memory_limit_bytes, config.worker_nice)
         self.runtime = parallel_runtime()  # ("openmp"|"async", library) or None
         self.machine = machine_fingerprint() + "-" + (self.runtime[0] if self.runtime else "serial")
         self.openmp = self.runtime is not None  # TP is masked without a parallel runtime

@@ -34,7 +34,7 @@ class Cancelled(Exception):
 class Worker:
     """One `python -m engine.worker` process."""
 
-    def __init__(self, memory_limit: int) -> None:
+    def __init__(self, memory_limit: int, nice: int = 0) -> None:
         self.memory_limit = memory_limit
         self.log = tempfile.NamedTemporaryFile(prefix="mlir-rl-worker-", suffix=".log", delete=False)
         env = dict(os.environ)
@@ -44,6 +44,7 @@ class Worker:
         # No preexec_fn: it forces a full fork() of this (large) process while holding the GIL, which
         # froze the app's event loop; the worker sets its own limits first thing (engine.worker.main).
         env["MLIR_RL_WORKER_MEMORY"] = str(memory_limit or 0)
+        env["MLIR_RL_WORKER_NICE"] = str(nice)
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "engine.worker"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=self.log, env=env, start_new_session=True)
@@ -139,9 +140,10 @@ class Worker:
 class WorkerPool:
     """A fixed number of workers shared by threads; each request takes one idle worker."""
 
-    def __init__(self, size: int = 2, memory_limit: int = 8 << 30) -> None:
+    def __init__(self, size: int = 2, memory_limit: int = 8 << 30, nice: int = 0) -> None:
         self.size = max(1, size)
         self.memory_limit = memory_limit
+        self.nice = nice
         self.idle: Queue = Queue()
         for _ in range(self.size):
             self.idle.put(None)  # started lazily
@@ -161,7 +163,7 @@ class WorkerPool:
         if w is None or not w.alive():
             if w is not None:
                 w.close()
-            w = Worker(self.memory_limit)
+            w = Worker(self.memory_limit, self.nice)
             with self._lock:
                 self._all.append(w)
         return w

@@ -168,6 +168,9 @@ def set_limits() -> None:
     if limit:
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    nice = int(os.environ.get("MLIR_RL_WORKER_NICE", "0") or 0)
+    if nice > 0:
+        os.nice(nice)
 
 
 def main() -> None:

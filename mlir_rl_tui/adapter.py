@@ -61,7 +61,10 @@ class EngineAdapter:
     def engine(self) -> Engine:
         with self._lock:
             if self._engine is None:
-                self._engine = Engine()
+                from engine.config import MeasureConfig
+
+                # niced workers: compiling on both cores must not starve the event loop
+                self._engine = Engine(config=MeasureConfig(worker_nice=10))
             return self._engine
 
     def measure(self, program: Program, schedule: Schedule, on_progress: Progress | None = None,
