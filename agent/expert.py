@@ -158,3 +158,58 @@ def write_trace(path: str, program: Program, schedule: Schedule, measurement) ->
                                      [], "search", mjson))
                 sess = sess.apply(a)
                 step += 1
+
+
+# ----------------------------------------------------------------------------------------------
+# Imitation targets: what of a search result is worth imitating
+def replay(program: Program, per_op: dict[str, list[Action]], openmp: bool = True) -> Schedule:
+    """The schedule of per-op action lists replayed in traversal order; an op without actions (or whose
+    actions stopped being legal, e.g. after its consumer no longer fuses it) ends with NT there."""
+    sess = Session(program, openmp=openmp)
+    while not sess.done:
+        op = sess.current.op.id
+        for a in per_op.get(op, []):
+            if sess.done or sess.current.op.id != op:
+                break
+            try:
+                sess = sess.apply(a)
+            except ScheduleError:
+                break
+        if not sess.done and sess.current.op.id == op:
+            sess = sess.apply(Action("NT"))
+    return sess.schedule
+
+
+def imitation_target(engine: Engine, program: Program, schedule: Schedule, measurement,
+                     keep_baseline: float = 1.1, tolerance: float = 1.05, log=None):
+    """The schedule to imitate from a search result: (Schedule, speedup, measurements made, why).
+
+    - the search's best is not clearly better than the baseline (< keep_baseline, or it failed):
+      NT on every op (the untransformed program);
+    - otherwise each op, in traversal order, is set to NT when the whole schedule then still measures
+      within `tolerance` of the search's best: only the ops whose actions help keep them. (For chains of
+      memory-bound ops, most tiling/vectorization choices do not matter, and imitating them teaches the
+      policy to transform ops for nothing.)
+    """
+    best = (measurement.speedup or 0.0) if measurement is not None and measurement.ok else 0.0
+    if best < keep_baseline:
+        return Schedule({}), 1.0, 0, f"best {best:.2f}x < {keep_baseline}x: keep the baseline"
+    per_op = {k: list(v) for k, v in schedule.ops.items()}
+    cur_text, cur_sp, made, dropped = to_text(schedule), best, 0, []
+    for op in program.ops:
+        acts = per_op.get(op.id, [])
+        if not acts or [a.kind for a in acts] == ["NT"]:
+            continue
+        cand_ops = {**per_op, op.id: [Action("NT")]}
+        cand = replay(program, cand_ops, engine.openmp)
+        text = to_text(cand)
+        if text == cur_text:
+            continue
+        m = engine.measure(program, cand)
+        made += 0 if m.cached else 1
+        if m.ok and (m.speedup or 0.0) * tolerance >= best:
+            per_op, cur_text, cur_sp = cand_ops, text, m.speedup or 0.0
+            dropped.append(op.id)
+    final = replay(program, per_op, engine.openmp)
+    why = f"best {best:.2f}x; NT on {', '.join(dropped)} ({cur_sp:.2f}x)" if dropped else f"best {best:.2f}x kept"
+    return final, cur_sp, made, why

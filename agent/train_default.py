@@ -1,23 +1,29 @@
-"""How the shipped policy (agent/checkpoints/default.pt) is trained, end to end, in ~30 minutes on 2 cores.
+"""How the shipped policy (agent/checkpoints/default.pt) is trained, end to end, on 2 cores.
 
-1. programs: `engine.dataset` when present, else `synthetic_dataset` below (matmul, matmul+bias+ReLU,
-   add, ReLU, conv2d, max-pool and matmul chains at random shapes; train/eval split by seed);
-2. imitation data: hill climbing (engine.search, or agent.expert's) on every training program, the best schedule kept as a
-   search trace (traces/*.jsonl);
-3. behaviour cloning on those traces (policy + value pre-training);
-4. a short PPO run from the cloned weights (final reward = log speedup, measured through the cache);
-5. the result is written (float16) to agent/checkpoints/default.pt with default.json describing the run.
+1. programs: the training split of an `engine.dataset` data set (`--programs`, or generated into WORK/dataset),
+   plus `--extra` more programs drawn by `engine.dataset.generate` with another seed, all used for training
+   except any that equals a program of the evaluation split or of `--exclude` (default: samples/);
+2. search: `engine.search` hill climbing on every training program (`--budget` measurements, seed = index);
+3. imitation targets (`agent.expert.imitation_target`): when the search's best is not clearly better than
+   the baseline (< `--keep-baseline`, 1.1x) the target is NT on every op; otherwise each op is set to NT when
+   the schedule still measures within `--tolerance` (5%) of the best, so only the actions that help are kept;
+4. behaviour cloning on those targets (policy + value pre-training);
+5. optionally (`--iterations` > 0) PPO from the cloned weights, kept only if its greedy one-pass schedules
+   are better on the *training* programs (the evaluation split is never used to choose);
+6. the chosen weights (float16) go to agent/checkpoints/default.pt with default.json describing the run.
 
-    python -m agent.train_default --work runs/default [--train 32 --eval 8 --budget 30 --iterations 4]
+    python -m agent.train_default --work runs/v3 --programs runs/dataset --extra 60
 """
 
 from __future__ import annotations
 
 import argparse
+import glob
 import json
+import math
 import os
-import random
 import shutil
+import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -25,216 +31,165 @@ import torch
 
 CHECKPOINTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "checkpoints")
 
-_MM = """func.func @forward(%a: tensor<{m}x{k}xf32>, %b: tensor<{k}x{n}xf32>) -> tensor<{m}x{n}xf32> {{
-  %cst = arith.constant 0.000000e+00 : f32
-  %0 = tensor.empty() : tensor<{m}x{n}xf32>
-  %1 = linalg.fill ins(%cst : f32) outs(%0 : tensor<{m}x{n}xf32>) -> tensor<{m}x{n}xf32>
-  %2 = linalg.matmul ins(%a, %b : tensor<{m}x{k}xf32>, tensor<{k}x{n}xf32>) outs(%1 : tensor<{m}x{n}xf32>) -> tensor<{m}x{n}xf32>
-  return %2 : tensor<{m}x{n}xf32>
-}}
-"""
-_MM_RELU = """#map = affine_map<(d0, d1) -> (d0, d1)>
-#mb = affine_map<(d0, d1) -> (d1)>
-func.func @forward(%a: tensor<{m}x{k}xf32>, %b: tensor<{k}x{n}xf32>, %c: tensor<{n}xf32>) -> tensor<{m}x{n}xf32> {{
-  %cst = arith.constant 0.000000e+00 : f32
-  %0 = tensor.empty() : tensor<{m}x{n}xf32>
-  %1 = linalg.fill ins(%cst : f32) outs(%0 : tensor<{m}x{n}xf32>) -> tensor<{m}x{n}xf32>
-  %2 = linalg.matmul ins(%a, %b : tensor<{m}x{k}xf32>, tensor<{k}x{n}xf32>) outs(%1 : tensor<{m}x{n}xf32>) -> tensor<{m}x{n}xf32>
-  %3 = tensor.empty() : tensor<{m}x{n}xf32>
-  %4 = linalg.generic {{indexing_maps = [#map, #mb, #map], iterator_types = ["parallel", "parallel"]}} ins(%2, %c : tensor<{m}x{n}xf32>, tensor<{n}xf32>) outs(%3 : tensor<{m}x{n}xf32>) {{
-  ^bb0(%x: f32, %y: f32, %o: f32):
-    %s = arith.addf %x, %y : f32
-    %r = arith.maximumf %s, %cst : f32
-    linalg.yield %r : f32
-  }} -> tensor<{m}x{n}xf32>
-  return %4 : tensor<{m}x{n}xf32>
-}}
-"""
-_ADD = """func.func @forward(%a: tensor<{m}x{n}xf32>, %b: tensor<{m}x{n}xf32>) -> tensor<{m}x{n}xf32> {{
-  %0 = tensor.empty() : tensor<{m}x{n}xf32>
-  %1 = linalg.add ins(%a, %b : tensor<{m}x{n}xf32>, tensor<{m}x{n}xf32>) outs(%0 : tensor<{m}x{n}xf32>) -> tensor<{m}x{n}xf32>
-  return %1 : tensor<{m}x{n}xf32>
-}}
-"""
-_RELU = """#map = affine_map<(d0, d1) -> (d0, d1)>
-func.func @forward(%a: tensor<{m}x{n}xf32>) -> tensor<{m}x{n}xf32> {{
-  %cst = arith.constant 0.000000e+00 : f32
-  %0 = tensor.empty() : tensor<{m}x{n}xf32>
-  %1 = linalg.generic {{indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel"]}} ins(%a : tensor<{m}x{n}xf32>) outs(%0 : tensor<{m}x{n}xf32>) {{
-  ^bb0(%x: f32, %o: f32):
-    %r = arith.maximumf %x, %cst : f32
-    linalg.yield %r : f32
-  }} -> tensor<{m}x{n}xf32>
-  return %1 : tensor<{m}x{n}xf32>
-}}
-"""
-_CONV = """func.func @forward(%a: tensor<1x{ih}x{ih}x{c}xf32>, %w: tensor<3x3x{c}x{f}xf32>) -> tensor<1x{h}x{h}x{f}xf32> {{
-  %cst = arith.constant 0.000000e+00 : f32
-  %0 = tensor.empty() : tensor<1x{h}x{h}x{f}xf32>
-  %1 = linalg.fill ins(%cst : f32) outs(%0 : tensor<1x{h}x{h}x{f}xf32>) -> tensor<1x{h}x{h}x{f}xf32>
-  %2 = linalg.conv_2d_nhwc_hwcf {{dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}} ins(%a, %w : tensor<1x{ih}x{ih}x{c}xf32>, tensor<3x3x{c}x{f}xf32>) outs(%1 : tensor<1x{h}x{h}x{f}xf32>) -> tensor<1x{h}x{h}x{f}xf32>
-  return %2 : tensor<1x{h}x{h}x{f}xf32>
-}}
-"""
-_POOL = """func.func @forward(%a: tensor<1x{ih}x{ih}x{c}xf32>) -> tensor<1x{h}x{h}x{c}xf32> {{
-  %cst = arith.constant 0xFF800000 : f32
-  %0 = tensor.empty() : tensor<1x{h}x{h}x{c}xf32>
-  %1 = linalg.fill ins(%cst : f32) outs(%0 : tensor<1x{h}x{h}x{c}xf32>) -> tensor<1x{h}x{h}x{c}xf32>
-  %2 = tensor.empty() : tensor<3x3xf32>
-  %3 = linalg.pooling_nhwc_max {{dilations = dense<1> : vector<2xi64>, strides = dense<2> : vector<2xi64>}} ins(%a, %2 : tensor<1x{ih}x{ih}x{c}xf32>, tensor<3x3xf32>) outs(%1 : tensor<1x{h}x{h}x{c}xf32>) -> tensor<1x{h}x{h}x{c}xf32>
-  return %3 : tensor<1x{h}x{h}x{c}xf32>
-}}
-"""
 
+def training_programs(a, eng, log) -> tuple[list, dict]:
+    """(programs, description): the main data set's train split plus the extra draws, minus eval look-alikes."""
+    from engine import load_file
+    from engine.dataset import generate, read_manifest
 
-def _one(rnd: random.Random) -> tuple[str, str]:
-    kind = rnd.choices(["matmul", "matmul_relu", "add", "relu", "conv", "pool"], [4, 3, 1, 1, 2, 1])[0]
-    d = lambda: rnd.choice([64, 128, 192, 256, 320, 384, 512])  # noqa: E731
-    if kind == "matmul":
-        m, n, k = d(), d(), d()
-        return f"matmul_{m}x{n}x{k}", _MM.format(m=m, n=n, k=k)
-    if kind == "matmul_relu":
-        m, n, k = d(), d(), d()
-        return f"matmul_bias_relu_{m}x{n}x{k}", _MM_RELU.format(m=m, n=n, k=k)
-    if kind in ("add", "relu"):
-        m, n = rnd.choice([256, 512, 1024]), rnd.choice([256, 512, 1024])
-        return f"{kind}_{m}x{n}", (_ADD if kind == "add" else _RELU).format(m=m, n=n)
-    if kind == "conv":
-        h, c, f = rnd.choice([14, 28, 56]), rnd.choice([32, 64]), rnd.choice([32, 64])
-        return f"conv2d_{h}x{c}x{f}", _CONV.format(ih=h + 2, h=h, c=c, f=f)
-    h, c = rnd.choice([28, 56]), rnd.choice([32, 64])
-    return f"maxpool_{h}x{c}", _POOL.format(ih=2 * h + 1, h=h, c=c)
-
-
-def synthetic_dataset(out: str, n_train: int, n_eval: int, seed: int = 0) -> str:
-    """Write programs and manifest.json ({"train": [...], "eval": [...]}); returns the manifest path."""
-    rnd = random.Random(seed)
-    os.makedirs(out, exist_ok=True)
-    man: dict[str, list[str]] = {"train": [], "eval": []}
-    names: set[str] = set()
-    for split, n in (("train", n_train), ("eval", n_eval)):
-        while len(man[split]) < n:
-            name, text = _one(rnd)
-            if name in names:
-                continue
-            names.add(name)
-            with open(os.path.join(out, name + ".mlir"), "w") as f:
-                f.write(text)
-            man[split].append(name + ".mlir")
-    path = os.path.join(out, "manifest.json")
-    with open(path, "w") as f:
-        json.dump(man, f, indent=1)
-    return path
+    main_dir = a.programs or os.path.join(a.work, "dataset")
+    if not os.path.exists(os.path.join(main_dir, "manifest.json")):
+        log(f"generating {a.n} programs into {main_dir} (engine.dataset, seed {a.seed})")
+        generate(main_dir, a.n, seed=a.seed, engine=eng)
+    man = read_manifest(main_dir)
+    train = [e["abspath"] for e in man["programs"] if e.get("split") == "train"]
+    banned = {e["sha256"] for e in man["programs"] if e.get("split") != "train"}
+    for spec in a.exclude:
+        files = sorted(glob.glob(os.path.join(spec, "*.mlir"))) if os.path.isdir(spec) else [spec]
+        banned |= {load_file(f).sha256 for f in files}
+    extra: list[str] = []
+    if a.extra:
+        extra_dir = a.extra_dir or os.path.join(a.work, "dataset_extra")
+        if not os.path.exists(os.path.join(extra_dir, "manifest.json")):
+            log(f"generating {a.extra} extra programs into {extra_dir} (engine.dataset, seed {a.extra_seed})")
+            generate(extra_dir, a.extra, seed=a.extra_seed, engine=eng, eval_fraction=0.0)
+        ex = read_manifest(extra_dir)
+        extra = [e["abspath"] for e in ex["programs"] if e["sha256"] not in banned]
+        dropped = len(ex["programs"]) - len(extra)
+        log(f"{len(extra)} extra programs from {extra_dir} ({dropped} equal to an eval/excluded program dropped)")
+    progs = [load_file(p) for p in train + extra]
+    return progs, {"main": main_dir, "main_train": len(train), "extra": a.extra_dir if a.extra else None,
+                   "extra_programs": len(extra), "excluded": a.exclude}
 
 
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--work", default="runs/default")
-    p.add_argument("--programs", help="dataset folder or manifest (default: generate one)")
-    p.add_argument("--train", type=int, default=32)
-    p.add_argument("--eval", type=int, default=8)
+    p.add_argument("--programs", help="engine.dataset folder (default: generate WORK/dataset with --n programs)")
+    p.add_argument("--n", type=int, default=60, help="programs to generate when --programs is not given")
+    p.add_argument("--extra", type=int, default=0, help="extra training programs drawn with --extra-seed")
+    p.add_argument("--extra-dir", help="folder of the extra programs (default WORK/dataset_extra)")
+    p.add_argument("--extra-seed", type=int, default=1)
+    p.add_argument("--exclude", nargs="*", default=["samples"],
+                   help="programs never to train on (besides the eval split), by content")
     p.add_argument("--budget", type=int, default=30, help="hill-climbing measurements per training program")
-    p.add_argument("--search", choices=["engine", "agent"], default="engine",
-                   help="hill climbing of engine.search (default) or agent.expert's fallback")
+    p.add_argument("--keep-baseline", type=float, default=1.1,
+                   help="below this best speedup the imitation target is NT on every op")
+    p.add_argument("--tolerance", type=float, default=1.05,
+                   help="an op becomes NT when the schedule stays within this factor of the best")
     p.add_argument("--bc-epochs", type=int, default=60)
-    p.add_argument("--iterations", type=int, default=4, help="PPO iterations after BC")
+    p.add_argument("--bc-lr", type=float, default=1e-3)
+    p.add_argument("--iterations", type=int, default=0, help="PPO iterations after BC (0: none)")
     p.add_argument("--batch", type=int, default=64, help="PPO programs per batch")
+    p.add_argument("--ppo-lr", type=float, default=1e-4)
+    p.add_argument("--target-kl", type=float, default=0.02)
     p.add_argument("--seed", type=int, default=0)
     a = p.parse_args(argv)
     from agent import bc, expert, ppo
-    from agent.data import load_programs
     from agent.policy import ActorCritic, save
-    from engine import Engine
+    from agent.suggest import load_policy, to_measure
+    from engine import Engine, Session
     from engine.config import MeasureConfig
+    from engine.search import search
 
     t0 = time.time()
     log = lambda *x: print(f"[{time.time() - t0:7.1f}s]", *x, flush=True)  # noqa: E731
     os.makedirs(a.work, exist_ok=True)
-    manifest = a.programs or synthetic_dataset(os.path.join(a.work, "dataset"), a.train, a.eval, a.seed)
-    train = load_programs(manifest, split="train")
-    log(f"{len(train)} training programs from {manifest}")
-
-    traces = os.path.join(a.work, "traces")
-    os.makedirs(traces, exist_ok=True)
-    found: dict[str, float] = {}
+    dirs = {k: os.path.join(a.work, "traces", k) for k in ("search", "target")}
+    for d in dirs.values():
+        os.makedirs(d, exist_ok=True)
+    found: dict[int, float] = {}
+    targets: dict[int, tuple] = {}
+    made = {"search": 0, "targets": 0}
     with Engine(config=MeasureConfig(runs=3)) as eng:
+        train, data = training_programs(a, eng, log)
+        log(f"{len(train)} training programs")
+
         def one(i: int) -> None:
             prog = train[i]
-            if a.search == "engine":
-                sched, m = expert.search_best(eng, prog, a.budget, seed=a.seed + i)
-            else:
-                sched, m = expert.hill_climb(eng, prog, a.budget, seed=a.seed + i)
-            path = os.path.join(traces, f"{i:03d}.jsonl")
-            if os.path.exists(path):
-                os.remove(path)
-            expert.write_trace(path, prog, sched, m)
-            found[prog.path] = m.speedup or 0.0
-            log(f"hill {i + 1}/{len(train)} {os.path.basename(prog.path)}: {m.speedup:.2f}x {sched}")
+            r = search(eng, prog, "hill", a.budget, seed=a.seed + i)
+            made["search"] += r.evaluated
+            expert.write_trace(os.path.join(dirs["search"], f"{i:03d}.jsonl"), prog, r.schedule, r.best)
+            found[i] = r.speedup
+            sched, sp, n, why = expert.imitation_target(eng, prog, r.schedule, r.best, a.keep_baseline, a.tolerance)
+            made["targets"] += n
+            targets[i] = (sched, sp)
+            expert.write_trace(os.path.join(dirs["target"], f"{i:03d}.jsonl"), prog, sched, None)
+            log(f"{i + 1}/{len(train)} {os.path.basename(prog.path)}: {why} -> {sched or '(baseline)'}")
 
         with ThreadPoolExecutor(2) as ex:
             list(ex.map(one, range(len(train))))
-        search_evaluated = eng.evaluated
     t_search = time.time() - t0
 
     torch.set_num_threads(2)
-    examples = [e for f in sorted(os.listdir(traces)) for e in bc.examples_from_trace(os.path.join(traces, f), train)]
+    examples = [e for i in range(len(train))
+                for e in bc.examples_from_schedule(train[i], targets[i][0], math.log(max(targets[i][1], 1e-3)))]
+    n_nt = sum(1 for i in targets if len(targets[i][0]) == 0)
+    log(f"BC on {len(examples)} decisions ({n_nt} of {len(train)} programs keep the baseline)")
     model = ActorCritic()
-    bc_rows = []
-    bc.behaviour_cloning(model, examples, a.bc_epochs, seed=a.seed,
-                         log=lambda ep, loss: bc_rows.append((ep, loss)))
+    bc_rows: list[tuple[int, float]] = []
+    bc.behaviour_cloning(model, examples, a.bc_epochs, lr=a.bc_lr, seed=a.seed,
+                         log=lambda ep, loss: (bc_rows.append((ep, loss)), log(f"BC epoch {ep}: {loss:.3f}")))
     bc_path = os.path.join(a.work, "bc.pt")
     save(model, bc_path, {"trained_by": "bc", "examples": len(examples), "epochs": a.bc_epochs})
     with open(os.path.join(a.work, "bc.csv"), "w") as f:
         f.write("epoch,loss\n" + "".join(f"{e},{x:.5f}\n" for e, x in bc_rows))
     t_bc = time.time() - t0
-    log(f"BC on {len(examples)} decisions: loss {bc_rows[0][1]:.3f} -> {bc_rows[-1][1]:.3f}")
 
-    args = ppo.Args(programs=[manifest], out=os.path.join(a.work, "ppo"), seed=a.seed, iterations=a.iterations,
-                    init=bc_path, threads=2, programs_per_batch=a.batch)
-    final = ppo.train(args, on_iteration=lambda row: log(
-        f"PPO it {row['iteration']}: reward {row['charts/reward']:.3f} speedup {row['charts/speedup_gmean']:.2f}x "
-        f"cache hits {row['charts/cache_hit_rate']:.2f}"))
-    # ship whichever of the BC and PPO policies schedules the training programs better (greedy, one pass)
-    from agent.suggest import load_policy
-    from engine import Session
+    candidates = {"bc": bc_path}
+    ppo_args = None
+    if a.iterations > 0:
+        ppo_args = ppo.Args(programs=[p.path for p in train], out=os.path.join(a.work, "ppo"), seed=a.seed,
+                            iterations=a.iterations, init=bc_path, threads=2, programs_per_batch=a.batch,
+                            learning_rate=a.ppo_lr, target_kl=a.target_kl)
+        candidates["ppo"] = ppo.train(ppo_args, on_iteration=lambda row: log(
+            f"PPO it {row['iteration']}: reward {row['charts/reward']:.3f} "
+            f"speedup {row['charts/speedup_gmean']:.2f}x cache hits {row['charts/cache_hit_rate']:.2f}"))
+    t_ppo = time.time() - t0
 
-    scores = {}
+    # choose on the TRAINING programs only: greedy one-pass schedules, measured
+    scores: dict[str, float] = {}
     with Engine(config=MeasureConfig(runs=3)) as eng:
-        for name, path in (("bc", bc_path), ("ppo", final)):
+        for name, path in candidates.items():
             pol = load_policy(path)
-            sp = [eng.measure(prog, pol.schedule(Session(prog)).schedule).speedup or 0.0 for prog in train]
+            sp = []
+            for prog in train:
+                sched = to_measure(pol.schedule(Session(prog, openmp=eng.openmp)).schedule)
+                sp.append(eng.measure(prog, sched).speedup or 0.0)
             scores[name] = _gmean(sp)
             log(f"greedy {name} policy on the training programs: gmean {scores[name]:.2f}x")
-    chosen = final if scores["ppo"] >= scores["bc"] else bc_path
+    chosen = max(scores, key=lambda k: scores[k])
     t_all = time.time() - t0
     os.makedirs(CHECKPOINTS, exist_ok=True)
-    shutil.copy(chosen, os.path.join(CHECKPOINTS, "default.pt"))
-    import sys
-
+    shutil.copy(candidates[chosen], os.path.join(CHECKPOINTS, "default.pt"))
     info = {
         "command": "python -m agent.train_default " + " ".join(sys.argv[1:] if argv is None else argv),
-        "how": "hill-climbing search traces -> behaviour cloning -> PPO (python -m agent.train_default)",
-        "programs": manifest, "train_programs": len(train), "hill_budget": a.budget, "hill": a.search,
-        "hill_measurements": search_evaluated, "hill_gmean_speedup": _gmean(list(found.values())),
-        "bc_decisions": len(examples), "bc_epochs": a.bc_epochs, "bc_loss": [bc_rows[0][1], bc_rows[-1][1]],
-        "ppo": {k: v for k, v in vars(args).items() if k != "programs"},
-        "greedy_train_gmean": scores, "shipped": "ppo" if chosen == final else "bc",
-        "seconds": {"search": round(t_search), "bc": round(t_bc - t_search), "ppo": round(t_all - t_bc),
-                    "total": round(t_all)},
+        "how": "engine.search hill climbing on the training programs -> imitation targets (NT where the search "
+               "does not beat the baseline by --keep-baseline, per-op NT where an op's actions do not help) -> "
+               "behaviour cloning" + (" -> PPO" if a.iterations else ""),
+        "data": data, "train_programs": len(train), "hill_budget": a.budget,
+        "hill_measurements": made["search"], "target_measurements": made["targets"],
+        "hill_gmean_speedup": _gmean(list(found.values())),
+        "target_gmean_speedup": _gmean([t[1] for t in targets.values()]),
+        "keep_baseline": a.keep_baseline, "tolerance": a.tolerance, "programs_keeping_baseline": n_nt,
+        "bc_decisions": len(examples), "bc_epochs": a.bc_epochs, "bc_lr": a.bc_lr,
+        "bc_loss": [bc_rows[0][1], bc_rows[-1][1]],
+        "ppo": {k: v for k, v in vars(ppo_args).items() if k != "programs"} if ppo_args else None,
+        "greedy_train_gmean": scores, "shipped": chosen, "chosen_on": "training programs (greedy, one pass)",
+        "seconds": {"search_and_targets": round(t_search), "bc": round(t_bc - t_search),
+                    "ppo": round(t_ppo - t_bc), "total": round(t_all)},
         "machine": os.uname().machine, "cores": os.cpu_count(),
     }
-    with open(os.path.join(CHECKPOINTS, "default.json"), "w") as f:
+    with open(os.path.join(a.work, "default.json"), "w") as f:
         json.dump(info, f, indent=1)
-    log(f"done: {os.path.join(CHECKPOINTS, 'default.pt')}")
+    shutil.copy(os.path.join(a.work, "default.json"), os.path.join(CHECKPOINTS, "default.json"))
+    log(f"done: {os.path.join(CHECKPOINTS, 'default.pt')} ({chosen})")
 
 
 def _gmean(xs: list[float]) -> float:
-    import math
-
     xs = [x for x in xs if x > 0]
     return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else 0.0
 
 
 if __name__ == "__main__":
     main()
-

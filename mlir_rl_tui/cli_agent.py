@@ -41,6 +41,7 @@ def _add_optimize(p: argparse.ArgumentParser) -> Callable:
                    help="report the policy's schedule even when it fails or is slower than the baseline")
 
     def run(args: argparse.Namespace) -> int:
+        from agent.suggest import to_measure
         from engine import Schedule, Session, load_file
 
         prog = load_file(args.file)
@@ -48,7 +49,7 @@ def _add_optimize(p: argparse.ArgumentParser) -> Callable:
         fallback = None
         with make_engine(args) as eng:
             sess = pol.schedule(Session(prog, openmp=eng.openmp))
-            m = eng.measure(prog, sess.schedule, use_cache=not args.no_cache)
+            m = eng.measure(prog, to_measure(sess.schedule), use_cache=not args.no_cache)
             if not args.no_fallback and m.schedule and (not m.ok or (m.speedup or 0) < 1.0):
                 # never hand back something broken or slower: keep the untransformed program, say why
                 fallback = {"schedule": m.schedule, "status": m.status, "speedup": m.speedup, "error": m.error}
@@ -170,6 +171,7 @@ def _add_evaluate(p: argparse.ArgumentParser) -> Callable:
     def run(args: argparse.Namespace) -> int:
         from agent.data import program_paths
         from agent.expert import search_best
+        from agent.suggest import to_measure
         from engine import Session, load_file
 
         paths = program_paths(args.programs, args.split)
@@ -179,7 +181,7 @@ def _add_evaluate(p: argparse.ArgumentParser) -> Callable:
             def one(path: str) -> dict:
                 prog = load_file(path)
                 sess = pol.schedule(Session(prog, openmp=eng.openmp))
-                m = eng.measure(prog, sess.schedule)
+                m = eng.measure(prog, to_measure(sess.schedule))
                 row = {"program": path, "policy_schedule": m.schedule, "policy": m.speedup if m.ok else None,
                        "policy_status": m.status, "baseline_ms": m.baseline_ms}
                 if not args.no_search:
@@ -230,7 +232,7 @@ def _table(rows: list[dict], summary: dict, args) -> None:
     print(f"{'program':40} {'policy':>9} {'hill@' + str(args.budget):>9} {'torch':>9}  policy schedule")
     for r in rows:
         print(f"{os.path.basename(r['program'])[:40]:40} {_fmt(r['policy'])} {_fmt(r.get('hill'))} "
-              f"{_fmt(r.get('torch'))}  {r['policy_schedule']}")
+              f"{_fmt(r.get('torch'))}  {r['policy_schedule'] or '(untransformed)'}")
     print(f"{'geometric mean':40} {_fmt(summary['policy'])} {_fmt(summary.get('hill'))} "
           f"{_fmt(summary.get('torch'))}")
     if summary.get("policy_over_hill"):

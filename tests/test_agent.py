@@ -12,11 +12,11 @@ import os
 import numpy as np
 import pytest
 import torch
+from conftest import SAMPLES
 
 from agent.policy import KIND, distribution, evaluate_actions, sample
 from engine.config import TRANSFORMATIONS
 from engine.schedule import TILED
-from conftest import SAMPLES
 
 N, M = 12, 8
 
@@ -112,6 +112,20 @@ def test_behaviour_cloning_reproduces_the_trace(tmp_path, matmul):
     action, top = pol.suggest(Session(matmul), k=3)
     assert str(action) == "TF(64,64,0)" and top[0][0] == "TF(64,64,0)" and top[0][1] > 0.5
     assert len(top) == 3 and top[0][1] >= top[1][1] >= top[2][1]
+
+
+def test_imitation_targets_keep_the_baseline_and_replay_missing_ops_as_nt(matmul):
+    from agent.expert import imitation_target, replay
+    from engine import Schedule, parse
+    from engine.measure import Measurement
+
+    # an op without actions (or with actions no longer legal) ends with NT
+    assert str(replay(matmul, {})) == "op0: NT; op1: NT"
+    assert str(replay(matmul, {"op0": parse("op0: T(8,32,1) V").actions("op0")})) == "op0: T(8,32,1) V; op1: NT"
+    # a search result not clearly better than the baseline: the target is the untransformed program
+    m = Measurement("ok", "op0: T(8,32,1) V", time_ms=1.0, baseline_ms=1.05, speedup=1.05)
+    sched, sp, made, why = imitation_target(None, matmul, parse("op0: T(8,32,1) V"), m, keep_baseline=1.1)
+    assert sched == Schedule({}) and sp == 1.0 and made == 0 and "baseline" in why
 
 
 def test_training_resumes_from_a_checkpoint(tmp_path, cache_dir):
