@@ -80,9 +80,18 @@ class Engine:
                 on_progress: Callable | None = None, cancel: threading.Event | None = None) -> Measurement:
         """Apply, compile, run, check and time `schedule` in a worker; never raises for a bad schedule
         that passed `check` (illegal ones raise ScheduleError when check=True)."""
-        text = to_text(schedule)
         if check:
             replay(program, schedule, self.limits, self.openmp)
+        # NT emits no transform: `op0: T(8,32,1) NT` is measured (and cached) as `op0: T(8,32,1)`, and an
+        # all-NT schedule is the baseline itself, not a second noisy measurement of the same code
+        full = to_text(schedule)
+        m = self._measure(program, without_nt(schedule), check, use_cache, on_progress, cancel)
+        m.schedule = full
+        return m
+
+    def _measure(self, program: Program, schedule: Schedule, check: bool, use_cache: bool,
+                 on_progress: Callable | None, cancel: threading.Event | None) -> Measurement:
+        text = to_text(schedule)
         if use_cache and self.cache is not None:
             hit = self.cache.get(program.sha256, text, self.machine)
             if hit is not None:
@@ -183,6 +192,10 @@ class Engine:
             if m.ok and m.time_ms:
                 m.speedup = base.time_ms / m.time_ms
         return m
+
+
+def without_nt(schedule: Schedule) -> Schedule:
+    return Schedule({k: [a for a in v if a.kind != "NT"] for k, v in schedule.ops.items()})
 
 
 def uses_parallel_text(text: str) -> bool:

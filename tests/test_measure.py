@@ -97,3 +97,21 @@ def test_no_parallel_runtime_masks_tp(monkeypatch, matmul, tmp_path):
         assert not eng.openmp
         mask = Session(matmul, openmp=eng.openmp).mask()
         assert not mask.transformation["TP"].allowed and "parallel runtime" in mask.transformation["TP"].reason
+
+
+def test_all_nt_schedule_is_the_baseline(engine, matmul):
+    base = engine.baseline(matmul)
+    m = engine.measure(matmul, parse("op0: NT; op1: NT"))
+    assert m.status == "ok" and m.speedup == 1.0 and m.time_ms == base.time_ms
+    assert m.schedule == "op0: NT; op1: NT"
+    t = engine.measure(matmul, parse("op0: T(8,32,1) V; op1: NT"))
+    u = engine.measure(matmul, parse("op0: T(8,32,1) V"))
+    assert t.schedule == "op0: T(8,32,1) V; op1: NT" and u.cached and u.time_ms == t.time_ms
+
+
+def test_tiny_kernels_get_more_timed_runs():
+    from engine.worker import adaptive_runs
+
+    assert adaptive_runs(5, 0.015, 0.02) == 5  # a 15 ms kernel: k runs
+    assert adaptive_runs(5, 20e-6, 0.02) == 200  # a 20 us kernel: capped at 200 runs (4 ms in all)
+    assert adaptive_runs(5, 1e-3, 0.02) == 20
