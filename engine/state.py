@@ -131,8 +131,6 @@ def transformation_reasons(st: OpState, program: Program, limits: Limits = DEFAU
             out[k] = Choice(False, "TF at most once per op: the producer is already fused")
         elif k == "TF" and st.tiled:
             out[k] = Choice(False, "TF must be the first tiling: fusion happens at the outermost tile loop")
-        elif k == "TF" and _producer_started(st, program):
-            out[k] = Choice(False, "the producer was already transformed")
         else:
             out[k] = Choice(True)
     if "I" not in out:
@@ -145,10 +143,6 @@ def transformation_reasons(st: OpState, program: Program, limits: Limits = DEFAU
     out["V"] = vectorize_choice(st, limits)
     out["NT"] = Choice(True)
     return {k: out[k] for k in TRANSFORMATIONS}
-
-
-def _producer_started(st: OpState, program: Program) -> bool:
-    return False  # the traversal reaches producers after consumers; kept for API stability
 
 
 def vector_elements(st: OpState) -> int:
