@@ -109,7 +109,7 @@ class Engine:
             for k in ("cached", "transformed_ir", "baseline_ms", "speedup"):
                 rec.pop(k, None)
             self.cache.put(program.sha256, text, self.machine, rec)
-        return self._with_baseline(program, m, on_progress, cancel) if text else self._self_baseline(m)
+        return self._with_baseline(program, m, on_progress, cancel, base) if text else self._self_baseline(m)
 
     def transformed_ir(self, program: Program, schedule: Schedule) -> tuple[str, str]:
         """(status, IR after the transform script or the error line) - for views and export."""
@@ -183,10 +183,11 @@ class Engine:
             m.baseline_ms, m.speedup = m.time_ms, 1.0
         return m
 
-    def _with_baseline(self, program: Program, m: Measurement, on_progress, cancel) -> Measurement:
+    def _with_baseline(self, program: Program, m: Measurement, on_progress, cancel,
+                       base: Measurement | None = None) -> Measurement:
         if not m.schedule:
             return self._self_baseline(m)
-        base = self.baseline(program, on_progress, cancel)
+        base = base or self.baseline(program, on_progress, cancel)
         if base.ok:
             m.baseline_ms = base.time_ms
             if m.ok and m.time_ms:
