@@ -103,7 +103,7 @@ class Engine:
             if not base.ok:
                 return Measurement(status=base.status, schedule=text, error=f"baseline: {base.error}")
         body = script(program, schedule, self.limits, check=check) if text else None
-        m = self._run(program, text, body, base, on_progress, cancel)
+        m = self._run(program, text, body, base, on_progress, cancel, uses_parallel(schedule))
         if m.status != "cancelled" and use_cache and self.cache is not None:
             rec = asdict(m)
             for k in ("cached", "transformed_ir", "baseline_ms", "speedup"):
@@ -152,12 +152,12 @@ class Engine:
         }
 
     def _run(self, program: Program, text: str, body: str | None, base: Measurement | None,
-             on_progress: Callable | None, cancel: threading.Event | None) -> Measurement:
+             on_progress: Callable | None, cancel: threading.Event | None, parallel: bool) -> Measurement:
         c = self.config
         limit = None
         if base is not None and base.time_ms:
             limit = max(c.timeout_factor * base.time_ms / 1e3, c.timeout_floor_s)
-        parallel = bool(body) and uses_parallel_text(text) and self.openmp
+        parallel = bool(body) and parallel and self.openmp
         req = self._request(program, body, parallel, run_limit_s=limit)
         run_timeout = (limit or 120.0) * 2 + 5
         try:
@@ -197,10 +197,3 @@ class Engine:
 
 def without_nt(schedule: Schedule) -> Schedule:
     return Schedule({k: [a for a in v if a.kind != "NT"] for k, v in schedule.ops.items()})
-
-
-def uses_parallel_text(text: str) -> bool:
-    from engine.schedule import parse
-
-    return uses_parallel(parse(text))
-
