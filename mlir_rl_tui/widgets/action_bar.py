@@ -67,6 +67,7 @@ class ActionBar(Horizontal):
         self.kind = "T"
         self._session: Session | None = None
         self._params: list[Select] = []
+        self._pool: list[Select] = []
         self._want_focus = False
         self._note: str | None = None
         self._options: dict[int, list[tuple[str, int]]] = {}
@@ -111,7 +112,9 @@ class ActionBar(Horizontal):
         box = self.query_one("#params", Horizontal)
         box.set_class(self.kind == "I", "-interchange")
         note = self.query_one("#params-note", Label)
-        pool = list(self.query(".param").results(Select))
+        if not self._pool:  # queried once: the selects are a fixed pool
+            self._pool = list(self.query(".param").results(Select))
+        pool = self._pool
         s = self._session
         st = s.current if s else None
         mask = s.mask() if s else None
@@ -149,7 +152,8 @@ class ActionBar(Horizontal):
                     sel.set_options(opts)
                 if sel.value != value:
                     sel.value = value
-                sel.tooltip = tip
+                if sel.tooltip != tip:
+                    sel.tooltip = tip
                 sel.display = True
                 self._params.append(sel)
             else:

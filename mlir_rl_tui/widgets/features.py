@@ -7,13 +7,12 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 from textual.containers import VerticalScroll
-from textual.widgets import Static
 
 from engine import Session
 from engine.config import ARITH_KINDS, OP_TYPES
 from engine.features import blocks, features
 from engine.state import OpState, vectorize_choice
-from mlir_rl_tui.widgets.cached import Cached
+from mlir_rl_tui.widgets.cached import RenderedStatic
 
 ARITH_SIGNS = {"add": "+", "sub": "-", "mul": "*", "div": "/", "exp": "exp"}
 
@@ -94,11 +93,11 @@ class FeaturesView(VerticalScroll):
 
     DEFAULT_CSS = """
     FeaturesView { height: 1fr; }
-    FeaturesView > Static { width: auto; }
+    FeaturesView > RenderedStatic { width: auto; }
     """
 
     def compose(self):
-        yield Static(id="features-body")
+        yield RenderedStatic(id="features-body")
 
     def show(self, session: Session) -> None:
-        self.query_one("#features-body", Static).update(Cached(render_features(session)))
+        self.query_one("#features-body", RenderedStatic).show_later(lambda: render_features(session))

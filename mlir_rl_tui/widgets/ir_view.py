@@ -24,9 +24,9 @@ from textual.document._document import Document, DocumentBase
 from textual.document._document_navigator import DocumentNavigator
 from textual.document._wrapped_document import WrappedDocument
 from textual.message import Message
-from textual.widgets import ContentSwitcher, Log, Static, Tab, Tabs, TextArea
+from textual.widgets import ContentSwitcher, Log, Tab, Tabs, TextArea
 
-from mlir_rl_tui.widgets.cached import Cached
+from mlir_rl_tui.widgets.cached import RenderedStatic
 
 MODES = {
     "original": "1 orig",
@@ -201,7 +201,7 @@ class IRView(Vertical):
             diff.highlighter = DiffHighlighter()
             yield diff
             with VerticalScroll(id="ir-other"):
-                yield Static(id="ir-rich")
+                yield RenderedStatic(id="ir-rich")
 
     def load_grammar(self) -> None:
         """Compile the MLIR highlight query (0.1-0.5 s) in a thread; the screen calls this after its first
@@ -236,6 +236,8 @@ class IRView(Vertical):
         self._texts[mode] = text
         if mode == self.mode:
             self._show()
+        elif mode == "loops":
+            self._show_loops(text)
 
     def select(self, mode: str) -> None:
         self.query_one(Tabs).active = f"ir-{mode}"
@@ -261,19 +263,27 @@ class IRView(Vertical):
             self._show_diff(text)
             switcher.current = "ir-difflog"
         else:
-            from rich.syntax import Syntax
-
-            if self._rich_shown == text:
-                switcher.current = "ir-other"
-                return
-            self._rich_shown = text
-            rich = self.query_one("#ir-rich", Static)
-            if not text:
-                rich.update(Text("(nothing yet)", style="dim"))
-            else:
-                rich.update(Cached(Syntax(text, "python", theme="monokai", background_color="default",
-                                          word_wrap=False)))
+            self._show_loops(text)
             switcher.current = "ir-other"
+
+    def _show_loops(self, text: str) -> None:
+        """The loop nest, highlighted and rendered in a worker: also while another view is shown, so that
+        switching to it finds it ready (the Rich Syntax rendering took 15-20 ms of the switch's frame)."""
+        if self._rich_shown == text:
+            return
+        rich = self.query_one("#ir-rich", RenderedStatic)
+        if not rich.size.width and self.mode != "loops":
+            return  # never shown yet: rendered when it is first shown
+        self._rich_shown = text
+        if not text:
+            rich.update(Text("(nothing yet)", style="dim"))
+            return
+        from rich.syntax import Syntax
+
+        def build() -> Syntax:
+            return Syntax(text, "python", theme="monokai", background_color="default", word_wrap=False)
+
+        rich.show_later(build)
 
     def _show_mlir(self, mode: str, text: str) -> None:
         if self._shown == (mode, text):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from textual.app import RenderResult
 from textual_plotext import PlotextPlot
 
 MARKERS = {"user": "dot", "policy": "x", "search": "+"}
@@ -28,10 +29,22 @@ class SpeedupPlot(PlotextPlot):
     def __init__(self, **kw) -> None:
         super().__init__(**kw)
         self.points: list[Point] = []
+        self._version = 0
+        self._rendered: tuple[tuple, RenderResult] | None = None
 
     def set_points(self, points: list[Point]) -> None:
+        """Replot, unless nothing changed (the screen calls this after every step and measurement)."""
+        if list(points) == self.points and self._version:
+            return
         self.points = list(points)
         self.replot()
+
+    def render(self) -> RenderResult:
+        """Build the plot once per (points, size, theme): Textual asks again whenever the plot is repainted."""
+        key = (self._version, self.size, self.app.theme, self.theme)
+        if self._rendered is None or self._rendered[0] != key:
+            self._rendered = (key, super().render())
+        return self._rendered[1]
 
     def on_mount(self) -> None:
         self.replot()
@@ -68,6 +81,7 @@ class SpeedupPlot(PlotextPlot):
         plt.yticks(ticks, [_fmt(2.0 ** t) for t in ticks])
         plt.xticks(list(range(0, max(last, 1) + 1, max(1, last // 6))))
         plt.xlabel("step")
+        self._version += 1
         self.refresh()
 
 
