@@ -66,19 +66,22 @@ class RenderedStatic(Static):
     def __init__(self, *args, **kw) -> None:
         super().__init__(*args, **kw)
         self._seq = 0
+        self._widths = (0, 0)  # (own width, container's) when last laid out
 
     def show_later(self, build: Callable[[], RenderableType]) -> None:
         """Show what `build()` returns once a worker has rendered it (`build` runs in the worker: it must
         only read plain data). Before the first layout the width is unknown: built and shown right here."""
         self._seq += 1
         parent = self.parent
-        if not self.size.width or parent is None:
+        self._remember_widths()
+        if not self._widths[0] or parent is None:
             self.update(Cached(build()))
             return
-        # the width the next layout gives: the container's, or (width: auto) the content's within it;
-        # a new content may also make the container's scrollbar come or go
+        # the width the next layout gives (hidden, the widget has size 0: the one it had when last shown):
+        # the container's, or (width: auto) the content's within it; a new content may also make the
+        # container's scrollbar come or go
         auto = self.styles.width is not None and self.styles.width.is_auto
-        width = parent.scrollable_content_region.width if auto else self.size.width
+        width = self._widths[1] if auto else self._widths[0]
         widths = [width]
         bar = parent.styles.scrollbar_size_vertical
         if bar and parent.show_vertical_scrollbar:
@@ -88,6 +91,19 @@ class RenderedStatic(Static):
         # the options Textual renders a Rich renderable with (textual==8.2.8, visual.RichVisual)
         base = self.app.console_options.update(highlight=False)
         self._build_and_render(self._seq, build, [base.update_width(w) for w in widths if w > 0], auto)
+
+    @property
+    def laid_out(self) -> bool:
+        """Shown at least once: the width to render for is known (also while hidden)."""
+        return bool(self._widths[0])
+
+    def _remember_widths(self) -> None:
+        if self.size.width:
+            parent = self.parent
+            self._widths = (self.size.width, parent.scrollable_content_region.width if parent else 0)
+
+    def on_resize(self) -> None:
+        self._remember_widths()
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="render", description="render panel")
     def _build_and_render(self, seq: int, build: Callable[[], RenderableType], options: list[ConsoleOptions],

@@ -4,9 +4,10 @@ MLIR is highlighted by the tree-sitter-mlir grammar (PyPI wheel `tree-sitter-mli
 without it the text is shown plain. The diff is a virtual (line API) `Log` with a diff highlighter, the loop
 nest a Rich Syntax rendering.
 
-Nothing slow runs on the UI thread: the highlight query is compiled once in a thread, and each MLIR text is
-parsed and highlighted in a thread worker (`prepare`) before the TextArea shows it. Texts longer than
-MAX_LINES lines (or MAX_CHARS characters) are cut with a note saying so; export writes the whole IR.
+Nothing slow runs on the UI thread: the highlight query is compiled once in a thread, and each MLIR text but
+the smallest is shown plain at once, then parsed and highlighted in a thread worker (`prepare`); the loop
+nest is rendered in a worker too. Texts longer than MAX_LINES lines (or MAX_CHARS characters) are cut with a
+note saying so; export writes the whole IR.
 """
 
 from __future__ import annotations
@@ -40,8 +41,10 @@ MLIR_MODES = ("original", "transformed", "script")
 #: Longest text the MLIR view and the diff show (the TextArea does O(lines) work on the UI thread per text).
 MAX_LINES = 2000
 MAX_CHARS = 300_000
-#: Texts up to this size are prepared on the UI thread (a few ms): no flash of the previous text.
-SMALL_CHARS = 12_000
+#: Texts up to this size are parsed and highlighted on the UI thread (~1 ms per 1,000 characters); longer
+#: ones are shown plain at once (up to PLAIN_CHARS) and highlighted in a thread worker.
+SMALL_CHARS = 3_000
+PLAIN_CHARS = 100_000
 
 
 def cap(text: str, max_lines: int = MAX_LINES, max_chars: int = MAX_CHARS, comment: str = "//") -> str:
@@ -272,7 +275,7 @@ class IRView(Vertical):
         if self._rich_shown == text:
             return
         rich = self.query_one("#ir-rich", RenderedStatic)
-        if not rich.size.width and self.mode != "loops":
+        if not rich.laid_out and self.mode != "loops":
             return  # never shown yet: rendered when it is first shown
         self._rich_shown = text
         if not text:
@@ -292,12 +295,17 @@ class IRView(Vertical):
         if cached is not None and cached[0] == text:
             self._install(mode, text, cached[1])
         elif len(text) <= SMALL_CHARS or not self._grammar:
-            # small (or no highlighting yet): a few milliseconds here, and no flash of the previous text
+            # small (or no highlighting yet): a few milliseconds here
             self._install(mode, text, prepare(text, highlight=self._grammar))
         elif self._pending != (mode, text):
             self._pending = (mode, text)
-            lines = text.count("\n") + 1
-            self._install(mode, None, Prepared("", Document(f"// highlighting {lines} lines...")))
+            # plain at once (no flash of the previous text; no parsing, well under a millisecond up to
+            # PLAIN_CHARS), then the highlighted document from the worker
+            if len(text) <= PLAIN_CHARS:
+                self._install(mode, None, prepare(text, highlight=False))
+            else:
+                lines = text.count("\n") + 1
+                self._install(mode, None, Prepared("", Document(f"// highlighting {lines} lines...")))
             self.run_worker(functools.partial(self._prepare, mode, text), thread=True, exclusive=True,
                             group="ir-prepare", description="IR highlighting", exit_on_error=False)
 
