@@ -119,9 +119,16 @@ def _short(path: str) -> str:
     return path
 
 
+#: Textual frames that say which part of a frame the loop is in (layout, paint) when no app frame is on the stack
+TEXTUAL_PHASES = ("textual/screen.py", "textual/_compositor.py", "textual/app.py")
+
+
 def summarize(stack: list[str]) -> str:
-    """The innermost frame of the app (or engine) and the innermost frame overall."""
-    ours = [s for s in stack if s.startswith(("mlir_rl_tui", "engine", "benchmarks"))]
+    """The innermost frame of the app (or engine; else Textual's screen or compositor: layout or paint) and
+    the innermost frame overall."""
+    ours = [s for s in stack if s.startswith(("mlir_rl_tui", "engine"))]
+    ours = ours or [s for s in stack if TEXTUAL_PHASES[0] in s or TEXTUAL_PHASES[1] in s]
+    ours = ours or [s for s in stack if s.startswith("benchmarks") or TEXTUAL_PHASES[2] in s]
     inner = stack[-1]
     app = ours[-1] if ours else "-"
     return f"{app}  ->  {inner}" if app != inner else app

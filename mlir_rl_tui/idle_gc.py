@@ -26,7 +26,7 @@ IDLE_S = 0.3
 CHECK_S = 0.1
 #: young (generation 1) collections since the last full one: at least MIN_PROMOTIONS to bother (a full
 #: collection costs about the same however little garbage there is: it scans every live object), and at
-#: MAX_PROMOTIONS collect even if the user is typing
+#: MAX_PROMOTIONS collect even if the user is typing (at 2 x MAX_PROMOTIONS even before a pending frame)
 MIN_PROMOTIONS = 4
 MAX_PROMOTIONS = 12
 
@@ -70,7 +70,7 @@ class IdleCollector:
 
     def tick(self) -> None:
         promoted = gc.get_count()[2]
-        if promoted < MIN_PROMOTIONS or _frame_pending(self._app):
+        if promoted < MIN_PROMOTIONS or (promoted < 2 * MAX_PROMOTIONS and _frame_pending(self._app)):
             return
         if promoted >= MAX_PROMOTIONS or time.monotonic() - self.last_input >= IDLE_S:
             gc.collect()
