@@ -18,7 +18,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
-from textual.widgets import Footer, Header, TabbedContent, TabPane
+from textual.widgets import Header, TabbedContent, TabPane
 from textual.worker import Worker, WorkerState, get_current_worker
 
 from engine import Action, EngineError, Measurement, Program, Session, to_text
@@ -28,6 +28,7 @@ from mlir_rl_tui.adapter import Adapter, NoPolicy, Suggestion
 from mlir_rl_tui.messages import DiffReady, ExportDone, IRReady, MeasureDone, MeasureProgress, SuggestionReady
 from mlir_rl_tui.widgets.action_bar import ActionBar
 from mlir_rl_tui.widgets.features import FeaturesView
+from mlir_rl_tui.widgets.footer import StableFooter
 from mlir_rl_tui.widgets.ir_view import IRView
 from mlir_rl_tui.widgets.loopnest import loop_nest
 from mlir_rl_tui.widgets.mask import MaskView
@@ -111,7 +112,7 @@ class MainScreen(Screen):
                     yield SuggestView(id="suggest-view")
         yield ActionBar(max_loops=max(len(o.loops) for o in self.program.ops), id="actions")
         yield StatusBar(flops=self.program.flops, id="statusbar")
-        yield Footer()
+        yield StableFooter()
 
     def on_mount(self) -> None:
         name = os.path.basename(self.program.path or "program")

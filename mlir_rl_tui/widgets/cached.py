@@ -62,6 +62,8 @@ class RenderedStatic(Static):
 
         seq: int
         content: Cached
+        width: int = 0  # the width it was rendered for first
+        lines: int = 0  # and its number of lines at that width
 
     def __init__(self, *args, **kw) -> None:
         super().__init__(*args, **kw)
@@ -115,10 +117,16 @@ class RenderedStatic(Static):
                 opts = opts.update_width(min(opts.max_width, content.__rich_measure__(console, opts).maximum))
             content.prerender(console, opts)
             if k == 0:
-                self.post_message(self.Rendered(seq, content))
+                segments = content._segments[Cached._key(opts)]
+                lines = sum(1 for _ in Segment.split_lines(segments))
+                self.post_message(self.Rendered(seq, content, 0 if auto else opts.max_width, lines))
 
     @on(Rendered)
     def _rendered(self, msg: Rendered) -> None:
         msg.stop()
         if msg.seq == self._seq:
-            self.update(msg.content)
+            # the same size as now (a panel of the same shape, e.g. the next op's mask): no layout of the
+            # screen, only a repaint of this widget
+            same = (msg.width and msg.width == self.size.width and self.styles.height is not None
+                    and self.styles.height.is_auto and msg.lines + self.styles.gutter.height == self.outer_size.height)
+            self.update(msg.content, layout=not same)

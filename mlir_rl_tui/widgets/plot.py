@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import math
+import threading
 from dataclasses import dataclass
 
+from rich.text import Text
+from textual import on, work
 from textual.app import RenderResult
+from textual.message import Message
 from textual_plotext import PlotextPlot
 
 MARKERS = {"user": "dot", "policy": "x", "search": "+"}
@@ -20,7 +24,11 @@ class Point:
 
 
 class SpeedupPlot(PlotextPlot):
-    """Speedup over the baseline after each measured step (only steps that measured ok)."""
+    """Speedup over the baseline after each measured step (only steps that measured ok).
+
+    New points are plotted by plotext in a thread worker for the size the plot has (5-10 ms, no longer in
+    the frame after a measurement); until it is done the previous plot stays. Any other size or theme is
+    plotted on the spot. The plotext figure is only touched under `_lock`."""
 
     DEFAULT_CSS = """
     SpeedupPlot { height: 1fr; min-height: 8; }
@@ -31,40 +39,75 @@ class SpeedupPlot(PlotextPlot):
         self.points: list[Point] = []
         self._version = 0
         self._rendered: tuple[tuple, RenderResult] | None = None
+        self._building: tuple | None = None  # the key a worker is plotting
+        self._lock = threading.Lock()
+
+    @dataclass
+    class Built(Message):
+        key: tuple
+        text: Text
+
+    def _key(self) -> tuple:
+        return (self._version, self.size, self.app.theme, self.theme)
 
     def set_points(self, points: list[Point]) -> None:
         """Replot, unless nothing changed (the screen calls this after every step and measurement)."""
         if list(points) == self.points and self._version:
             return
         self.points = list(points)
-        self.replot()
+        self._version += 1
+        if self._rendered is None or not self.size:  # not shown yet: plotted when it is
+            self.refresh()
+            return
+        self._building = self._key()
+        self._build(self._building, list(self.points))
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="plot", description="plot")
+    def _build(self, key: tuple, points: list[Point]) -> None:
+        with self._lock:
+            self._replot(points)
+            text = super().render()
+        self.post_message(self.Built(key, text))
+
+    @on(Built)
+    def _built(self, msg: Built) -> None:
+        msg.stop()
+        if msg.key == self._building:
+            self._building = None
+        if msg.key == self._key():
+            self._rendered = (msg.key, msg.text)
+            self.refresh()
 
     def render(self) -> RenderResult:
         """Build the plot once per (points, size, theme): Textual asks again whenever the plot is repainted."""
-        key = (self._version, self.size, self.app.theme, self.theme)
-        if self._rendered is None or self._rendered[0] != key:
+        key = self._key()
+        if self._rendered is not None and (self._rendered[0] == key or self._building == key):
+            return self._rendered[1]  # (the previous plot while a worker plots this one)
+        with self._lock:
+            self._replot(self.points)
             self._rendered = (key, super().render())
         return self._rendered[1]
 
     def on_mount(self) -> None:
-        self.replot()
+        self._version += 1
+        self.refresh()
 
     @property
     def best(self) -> Point | None:
         return max(self.points, key=lambda p: p.speedup, default=None)
 
-    def replot(self) -> None:
+    def _replot(self, points: list[Point]) -> None:
         """Log scale by hand (plotext's own log axis misbehaves with limits): y = log2(speedup)."""
         plt = self.plt
         plt.clear_data()
         plt.clear_figure()
-        best = self.best
-        last = max((p.step for p in self.points), default=1)
-        ys = [math.log2(p.speedup) for p in self.points]
+        best = max(points, key=lambda p: p.speedup, default=None)
+        last = max((p.step for p in points), default=1)
+        ys = [math.log2(p.speedup) for p in points]
         lo, hi = min(ys + [-1.0]), max(ys + [1.0])
         plt.hline(0.0, "gray")
         for src, marker in MARKERS.items():
-            pts = [p for p in self.points if p.source == src]
+            pts = [p for p in points if p.source == src]
             if pts:
                 plt.scatter([p.step for p in pts], [math.log2(p.speedup) for p in pts], marker=marker,
                             color=COLORS[src], label=src)
@@ -81,8 +124,6 @@ class SpeedupPlot(PlotextPlot):
         plt.yticks(ticks, [_fmt(2.0 ** t) for t in ticks])
         plt.xticks(list(range(0, max(last, 1) + 1, max(1, last // 6))))
         plt.xlabel("step")
-        self._version += 1
-        self.refresh()
 
 
 def _fmt(v: float) -> str:
