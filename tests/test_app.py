@@ -274,3 +274,49 @@ async def test_long_ir_is_cut_with_a_note_and_still_highlighted(matmul_prog):
         assert doc.get_line(MAX_LINES).startswith(f"// ... {2 * MAX_LINES} more lines not shown here")
         assert ir.query_one("#ir-text")._highlights
         assert ir._texts["original"].count("\n") == 3 * MAX_LINES - 1  # the text itself is whole (export)
+
+
+def _tree_lines(tree) -> list[str]:
+    lines = []
+
+    def walk(node, depth):
+        lines.append("  " * depth + node.label.plain)
+        for child in node.children:
+            walk(child, depth + 1)
+
+    walk(tree.root, 0)
+    return lines
+
+
+@sync
+async def test_op_tree_follows_steps_in_place_and_footer_is_not_rebuilt_on_focus(matmul_prog):
+    """The op tree relabels its nodes (no clear and rebuild per step) and shows what a fresh tree would;
+    moving the focus to a parameter select does not rebuild the footer (its keys stay the same)."""
+    from mlir_rl_tui.widgets.footer import StableFooter
+    from mlir_rl_tui.widgets.schedule import OpTree
+
+    app = make_app(matmul_prog, FakeAdapter())
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        tree = app.main.query_one(OpTree)
+        nodes = list(tree.root.children)
+        footer = app.main.query_one(StableFooter)
+        keys = list(footer.children)
+        assert keys
+        await pilot.press("t")
+        await settle(pilot)
+        assert app.focused is app.main.query_one(ActionBar)._params[0]
+        assert list(footer.children) == keys  # same widgets: not recomposed
+        await pilot.press("x")
+        await settle(pilot)
+        assert list(tree.root.children) == nodes
+        fresh = OpTree()
+        fresh.show(app.main.session)
+        assert _tree_lines(tree) == _tree_lines(fresh)
+        assert any("T(32,32,32)" in line for line in _tree_lines(tree))
+        await pilot.press("u")
+        await settle(pilot)
+        fresh = OpTree()
+        fresh.show(app.main.session)
+        assert _tree_lines(tree) == _tree_lines(fresh)
+        assert not any("T(32,32,32)" in line for line in _tree_lines(tree))

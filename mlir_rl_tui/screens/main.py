@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
+from textual.containers import Vertical
 from textual.screen import Screen
 from textual.widgets import Header, TabbedContent, TabPane
 from textual.worker import Worker, WorkerState, get_current_worker
@@ -98,18 +98,20 @@ class MainScreen(Screen):
     # ------------------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
         yield Header()
-        with Horizontal(id="body"):
-            with Vertical(id="left"):
-                yield OpTree(id="ops")
-                yield SpeedupPlot(id="plot")
-            yield IRView(id="ir")
-            with TabbedContent(id="right", initial="mask"):
-                with TabPane("mask", id="mask"):
-                    yield MaskView(id="mask-view")
-                with TabPane("features", id="features"):
-                    yield FeaturesView(id="features-view")
-                with TabPane("suggest", id="suggest"):
-                    yield SuggestView(id="suggest-view")
+        # the screen is a grid (app.tcss): no container around the three panels (every container's cached
+        # lines, and the pieces the compositor cuts them into, are thousands of objects for each full
+        # garbage collection to scan, and one more level for every layout)
+        with Vertical(id="left"):
+            yield OpTree(id="ops")
+            yield SpeedupPlot(id="plot")
+        yield IRView(id="ir")
+        with TabbedContent(id="right", initial="mask"):
+            with TabPane("mask", id="mask"):
+                yield MaskView(id="mask-view")
+            with TabPane("features", id="features"):
+                yield FeaturesView(id="features-view")
+            with TabPane("suggest", id="suggest"):
+                yield SuggestView(id="suggest-view")
         yield ActionBar(max_loops=max(len(o.loops) for o in self.program.ops), id="actions")
         yield StatusBar(flops=self.program.flops, id="statusbar")
         yield StableFooter()

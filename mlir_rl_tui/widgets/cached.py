@@ -112,14 +112,16 @@ class RenderedStatic(Static):
                 auto: bool) -> None:
         content = Cached(build())
         console = self.app.console
+        lines = 0
         for k, opts in enumerate(options):
             if auto:  # sized to the content: measured (and cached) as Textual will, then rendered at that width
                 opts = opts.update_width(min(opts.max_width, content.__rich_measure__(console, opts).maximum))
             content.prerender(console, opts)
             if k == 0:
-                segments = content._segments[Cached._key(opts)]
-                lines = sum(1 for _ in Segment.split_lines(segments))
-                self.post_message(self.Rendered(seq, content, 0 if auto else opts.max_width, lines))
+                lines = sum(1 for _ in Segment.split_lines(content._segments[Cached._key(opts)]))
+        # posted once every width is ready: posted after the first, the frame often came before the second
+        # (a scrollbar appearing) and rendered it on the event loop (8-15 ms for a long mask)
+        self.post_message(self.Rendered(seq, content, 0 if auto else options[0].max_width, lines))
 
     @on(Rendered)
     def _rendered(self, msg: Rendered) -> None:

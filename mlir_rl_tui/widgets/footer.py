@@ -9,6 +9,7 @@ collector (benchmarks/app_responsiveness.py).
 
 from __future__ import annotations
 
+from textual.app import ComposeResult
 from textual.screen import Screen
 from textual.widgets import Footer
 
@@ -26,6 +27,14 @@ class StableFooter(Footer):
             for key, (_, b, enabled, tooltip) in screen.active_bindings.items()
             if b.show or key == app.COMMAND_PALETTE_BINDING
         ) + (self.show_command_palette, app.ENABLE_COMMAND_PALETTE, self.compact)
+
+    def compose(self) -> ComposeResult:
+        """The keys at once (Textual's Footer starts empty and recomposes once the screen is mounted: a
+        second layout of the whole screen in the frame after the first paint)."""
+        if not self._bindings_ready and self.app.app_focus:
+            self.set_reactive(Footer._bindings_ready, True)
+            self._shown = self._shown_bindings(self.screen)
+        yield from super().compose()
 
     def bindings_changed(self, screen: Screen) -> None:
         if screen.app.app_focus and self.is_attached and screen is self.screen:
