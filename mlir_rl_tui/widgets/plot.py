@@ -45,7 +45,7 @@ class SpeedupPlot(PlotextPlot):
     @dataclass
     class Built(Message):
         key: tuple
-        text: Text
+        text: Text | None
 
     def _key(self) -> tuple:
         return (self._version, self.size, self.app.theme, self.theme)
@@ -64,10 +64,13 @@ class SpeedupPlot(PlotextPlot):
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="plot", description="plot")
     def _build(self, key: tuple, points: list[Point]) -> None:
-        with self._lock:
-            self._replot(points)
-            text = super().render()
-        self.post_message(self.Built(key, text))
+        text = None
+        try:
+            with self._lock:
+                self._replot(points)
+                text = super().render()
+        finally:  # (failed: None, and the plot is made on the spot when next rendered)
+            self.post_message(self.Built(key, text))
 
     @on(Built)
     def _built(self, msg: Built) -> None:
@@ -75,7 +78,8 @@ class SpeedupPlot(PlotextPlot):
         if msg.key == self._building:
             self._building = None
         if msg.key == self._key():
-            self._rendered = (msg.key, msg.text)
+            if msg.text is not None:
+                self._rendered = (msg.key, msg.text)
             self.refresh()
 
     def render(self) -> RenderResult:
