@@ -66,8 +66,9 @@ class Engine:
         self.machine = machine_fingerprint() + "-" + (self.runtime[0] if self.runtime else "serial")
         self.openmp = self.runtime is not None  # TP is masked without a parallel runtime
         self._lock = threading.Lock()
-        self._lockfile = os.path.join(os.path.dirname(self.cache.path) if self.cache else "/tmp",
-                                      f"timing-{os.getuid()}.lock")
+        lockdir = os.path.dirname(self.cache.path) if self.cache else "/tmp"
+        self._lockfile = os.path.join(lockdir, f"timing-{os.getuid()}.lock")
+        self._cpu_lockfile = os.path.join(lockdir, f"cpu-{os.getuid()}.lock")
         self.evaluated = 0  # measurements really made (not from the cache)
 
     # ------------------------------------------------------------------------------------------
@@ -148,7 +149,8 @@ class Engine:
             "func": program.func_name, "args": [[list(a.shape), a.dtype] for a in program.args],
             "result": [list(program.results[0].shape), program.results[0].dtype], "runs": c.runs,
             "warmups": c.warmups, "seed": c.seed, "rtol": c.rtol, "atol_scale": c.atol_scale,
-            "timeout_factor": c.timeout_factor, "lock": self._lockfile, **kw,
+            "timeout_factor": c.timeout_factor, "lock": self._lockfile,
+            "cpu_lock": self._cpu_lockfile, **kw,
         }
 
     def _run(self, program: Program, text: str, body: str | None, base: Measurement | None,

@@ -43,14 +43,22 @@ class _Baselines:
             self.data.popitem(last=False)
 
 
-def _timing_lock(path: str | None):
-    """Time one program at a time across workers (compile in parallel, time alone)."""
+def _flock(path: str | None, mode: int = fcntl.LOCK_EX):
+    """Hold an advisory lock on `path` (nothing when path is None) for the `with` block.
+
+    Two locks keep timings apart across the workers of every engine that shares a cache folder:
+    - the timing lock (exclusive): one program is timed at a time (compile in parallel, time alone);
+    - the CPU lock: compiling holds it shared, timing a *parallel* kernel holds it exclusive, so its
+      threads get every core: an OpenMP barrier waiting for a thread that shares its core with a compiler
+      made a 50 us parallel kernel 10-50x slower, a failure that has nothing to do with the schedule.
+    The order is always timing lock, then CPU lock; compiling never waits for the timing lock, so there
+    is no cycle."""
 
     class _L:
         def __enter__(self):
             self.f = open(path, "a") if path else None
             if self.f:
-                fcntl.flock(self.f, fcntl.LOCK_EX)
+                fcntl.flock(self.f, mode)
 
         def __exit__(self, *a):
             if self.f:
@@ -90,7 +98,8 @@ def handle(req: dict, out, baselines: _Baselines) -> dict:
     if ref is None and script:
         phase("baseline")
         try:
-            base, _ = build(req["program"], None, False, req["func"], specs, res_spec, Stages())
+            with _flock(req.get("cpu_lock"), fcntl.LOCK_SH):
+                base, _ = build(req["program"], None, False, req["func"], specs, res_spec, Stages())
         except StageError as e:
             return result("compile-error", error=f"baseline: {e}")
         base.bind(random_inputs(specs, req["seed"]))
@@ -100,8 +109,9 @@ def handle(req: dict, out, baselines: _Baselines) -> dict:
         baselines.put(key, ref)
     phase("transform" if script else "compile")
     try:
-        compiled, ir_text = build(req["program"], script, req["parallel"], req["func"], specs, res_spec, stages,
-                                  want_ir=req.get("want_ir", False))
+        with _flock(req.get("cpu_lock"), fcntl.LOCK_SH):
+            compiled, ir_text = build(req["program"], script, req["parallel"], req["func"], specs, res_spec,
+                                      stages, want_ir=req.get("want_ir", False))
     except StageError as e:
         status = "transform-error" if e.stage == "transform" else "compile-error"
         return result(status, error=str(e))
@@ -127,7 +137,8 @@ def handle(req: dict, out, baselines: _Baselines) -> dict:
                                        f"({req.get('timeout_factor', 10):g}x the baseline)", **extra)
     times = []
     runs = adaptive_runs(req["runs"], first, req.get("min_timed_s", 0.02))
-    with _timing_lock(req.get("lock")):
+    cpu = req.get("cpu_lock") if req["parallel"] else None
+    with _flock(req.get("lock")), _flock(cpu):
         for _ in range(max(req["warmups"], runs // 10)):
             compiled.call()
             compiled.free_result()
