@@ -299,6 +299,10 @@ def draw(rng: np.random.Generator, i: int) -> Generated:
     return single_op(rng, SINGLE_OPS[(i // 2) % len(SINGLE_OPS)]) if i % 2 == 0 else sequence(rng)
 
 
+MAX_DUPLICATE_DRAWS = 1000
+MAX_SLOW_DRAWS = 20
+
+
 def generate(out_dir: str, n: int, seed: int = 0, engine=None, eval_fraction: float = 0.2,
              max_baseline_ms: float = 100.0, on_progress: Callable[[int, int, str], None] | None = None) -> dict:
     """Write n programs and manifest.json to out_dir; with an engine, each baseline is measured and a
@@ -313,10 +317,17 @@ def generate(out_dir: str, n: int, seed: int = 0, engine=None, eval_fraction: fl
     entries: list[dict] = []
     seen: set[str] = set()
     for i in range(n):
-        for _attempt in range(20):
+        # duplicates cost nothing to redraw (small kinds such as 2-D adds repeat often in long data sets);
+        # draws whose baseline fails or is too slow cost a measurement each, so those are capped lower
+        dups = slow = 0
+        while True:
             g = draw(rng, i)
             prog = load(g.text, name=g.name)  # a LoadError here is a generator bug
             if prog.sha256 in seen:
+                dups += 1
+                if dups >= MAX_DUPLICATE_DRAWS:
+                    raise EngineError(f"program {i}: {dups} draws in a row repeated earlier programs; "
+                                      f"ask for fewer than {n} programs or another --seed")
                 continue
             fname = f"{i:04d}_{g.name}.mlir"
             entry = {"name": fname[:-5], "path": fname, "kind": g.kind, "ops": g.ops, "flops": g.flops,
@@ -324,11 +335,13 @@ def generate(out_dir: str, n: int, seed: int = 0, engine=None, eval_fraction: fl
             if engine is not None:
                 m = engine.baseline(prog)
                 if not m.ok or (m.time_ms or 0) > max_baseline_ms:
+                    slow += 1
+                    if slow >= MAX_SLOW_DRAWS:
+                        raise EngineError(f"program {i}: no new draw had a baseline that runs under "
+                                          f"{max_baseline_ms} ms")
                     continue
                 entry["baseline_ms"] = m.time_ms
             break
-        else:
-            raise EngineError(f"program {i}: no new draw had a baseline that runs under {max_baseline_ms} ms")
         seen.add(prog.sha256)
         with open(os.path.join(out_dir, fname), "w") as f:
             f.write(g.text)

@@ -72,3 +72,10 @@ def test_dataset_command(tmp_path, capsys, cache_dir):
     assert "3 programs" in out and os.path.exists(tmp_path / "d" / "manifest.json")
     assert main(["dataset", "generate", "--out", str(tmp_path / "e"), "--n", "0"]) == 2
     assert "at least 1" in capsys.readouterr().err
+
+
+def test_long_data_sets_redraw_duplicates_instead_of_failing(tmp_path):
+    # seed 3 draws 19 repeats of a small 2-D add in a row at program 156 (it used to stop at 20 attempts)
+    man = ds.generate(str(tmp_path / "d"), 160, seed=3, engine=None, eval_fraction=0.0)
+    shas = [e["sha256"] for e in man["programs"]]
+    assert len(shas) == 160 and len(set(shas)) == 160
