@@ -48,17 +48,23 @@ def training_programs(a, eng, log) -> tuple[list, dict]:
         files = sorted(glob.glob(os.path.join(spec, "*.mlir"))) if os.path.isdir(spec) else [spec]
         banned |= {load_file(f).sha256 for f in files}
     extra: list[str] = []
+    dirs = list(a.more)
     if a.extra:
         extra_dir = a.extra_dir or os.path.join(a.work, "dataset_extra")
         if not os.path.exists(os.path.join(extra_dir, "manifest.json")):
             log(f"generating {a.extra} extra programs into {extra_dir} (engine.dataset, seed {a.extra_seed})")
             generate(extra_dir, a.extra, seed=a.extra_seed, engine=eng, eval_fraction=0.0)
-        ex = read_manifest(extra_dir)
-        extra = [e["abspath"] for e in ex["programs"] if e["sha256"] not in banned]
-        dropped = len(ex["programs"]) - len(extra)
-        log(f"{len(extra)} extra programs from {extra_dir} ({dropped} equal to an eval/excluded program dropped)")
+        dirs.insert(0, extra_dir)
+    seen = {load_file(p).sha256 for p in train}
+    for d in dirs:
+        ex = read_manifest(d)
+        ok = [e for e in ex["programs"] if e["sha256"] not in banned and e["sha256"] not in seen]
+        seen |= {e["sha256"] for e in ok}
+        extra += [e["abspath"] for e in ok]
+        log(f"{len(ok)} extra programs from {d} ({len(ex['programs']) - len(ok)} equal to an eval/excluded/"
+            "earlier program dropped)")
     progs = [load_file(p) for p in train + extra]
-    return progs, {"main": main_dir, "main_train": len(train), "extra": a.extra_dir if a.extra else None,
+    return progs, {"main": main_dir, "main_train": len(train), "extra": dirs,
                    "extra_programs": len(extra), "excluded": a.exclude}
 
 
@@ -70,6 +76,9 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--extra", type=int, default=0, help="extra training programs drawn with --extra-seed")
     p.add_argument("--extra-dir", help="folder of the extra programs (default WORK/dataset_extra)")
     p.add_argument("--extra-seed", type=int, default=1)
+    p.add_argument("--more", nargs="*", default=[], help="more engine.dataset folders, all used for training")
+    p.add_argument("--teacher", choices=("recipe", "hill"), default="recipe",
+                   help="recipe: agent.teacher.recipe_search (regular schedules); hill: engine.search hill climbing")
     p.add_argument("--exclude", nargs="*", default=["samples"],
                    help="programs never to train on (besides the eval split), by content")
     p.add_argument("--budget", type=int, default=30, help="hill-climbing measurements per training program")
@@ -88,7 +97,8 @@ def main(argv: list[str] | None = None) -> None:
     from agent import bc, expert, ppo
     from agent.policy import ActorCritic, save
     from agent.suggest import load_policy, to_measure
-    from engine import Engine, Session
+    from agent.teacher import recipe_search
+    from engine import Engine, Schedule, Session, to_text
     from engine.config import MeasureConfig
     from engine.search import search
 
@@ -107,6 +117,19 @@ def main(argv: list[str] | None = None) -> None:
 
         def one(i: int) -> None:
             prog = train[i]
+            if a.teacher == "recipe":
+                sched, sp, _, r = recipe_search(eng, prog, a.budget)
+                made["search"] += r.evaluated
+                expert.write_trace(os.path.join(dirs["search"], f"{i:03d}.jsonl"), prog, sched, None)
+                found[i] = sp
+                if sp < a.keep_baseline:
+                    sched, sp, why = Schedule({}), 1.0, f"best {sp:.2f}x < {a.keep_baseline}x: keep the baseline"
+                else:
+                    why = f"recipe {sp:.2f}x"
+                targets[i] = (sched, sp)
+                expert.write_trace(os.path.join(dirs["target"], f"{i:03d}.jsonl"), prog, sched, None)
+                log(f"{i + 1}/{len(train)} {os.path.basename(prog.path)}: {why} -> {to_text(sched) or '(baseline)'}")
+                return
             r = search(eng, prog, "hill", a.budget, seed=a.seed + i)
             made["search"] += r.evaluated
             expert.write_trace(os.path.join(dirs["search"], f"{i:03d}.jsonl"), prog, r.schedule, r.best)
@@ -164,12 +187,16 @@ def main(argv: list[str] | None = None) -> None:
     shutil.copy(candidates[chosen], os.path.join(CHECKPOINTS, "default.pt"))
     info = {
         "command": "python -m agent.train_default " + " ".join(sys.argv[1:] if argv is None else argv),
-        "how": "engine.search hill climbing on the training programs -> imitation targets (NT where the search "
-               "does not beat the baseline by --keep-baseline, per-op NT where an op's actions do not help) -> "
-               "behaviour cloning" + (" -> PPO" if a.iterations else ""),
-        "data": data, "train_programs": len(train), "hill_budget": a.budget,
-        "hill_measurements": made["search"], "target_measurements": made["targets"],
-        "hill_gmean_speedup": _gmean(list(found.values())),
+        "how": ("agent.teacher.recipe_search on the training programs -> imitation targets (NT on every op "
+                "where it does not beat the baseline by --keep-baseline) -> behaviour cloning"
+                if a.teacher == "recipe" else
+                "engine.search hill climbing on the training programs -> imitation targets (NT where the search "
+                "does not beat the baseline by --keep-baseline, per-op NT where an op's actions do not help) -> "
+                "behaviour cloning") + (" -> PPO" if a.iterations else ""),
+        "teacher": a.teacher,
+        "data": data, "train_programs": len(train), "teacher_budget": a.budget,
+        "teacher_measurements": made["search"], "target_measurements": made["targets"],
+        "teacher_gmean_speedup": _gmean(list(found.values())),
         "target_gmean_speedup": _gmean([t[1] for t in targets.values()]),
         "keep_baseline": a.keep_baseline, "tolerance": a.tolerance, "programs_keeping_baseline": n_nt,
         "bc_decisions": len(examples), "bc_epochs": a.bc_epochs, "bc_lr": a.bc_lr,
