@@ -93,48 +93,59 @@ def handle(req: dict, out, baselines: _Baselines) -> dict:
         except StageError as e:
             return result("transform-error", error=str(e))
         return result("ok", transformed_ir=text)
-    key = (req["sha256"], req["seed"])
-    ref = baselines.get(key)
-    if ref is None and script:
-        phase("baseline")
-        try:
-            with _flock(req.get("cpu_lock"), fcntl.LOCK_SH):
+
+    def prepare():
+        """Baseline reference, transform, compile, one checked run: (compiled, first run s, limit, extra)
+        or the result dict of a failure."""
+        key = (req["sha256"], req["seed"])
+        ref = baselines.get(key)
+        if ref is None and script:
+            phase("baseline")
+            try:
                 base, _ = build(req["program"], None, False, req["func"], specs, res_spec, Stages())
-        except StageError as e:
-            return result("compile-error", error=f"baseline: {e}")
-        base.bind(random_inputs(specs, req["seed"]))
-        base.call()
-        ref = base.result()
-        base.free_result()
-        baselines.put(key, ref)
-    phase("transform" if script else "compile")
-    try:
-        with _flock(req.get("cpu_lock"), fcntl.LOCK_SH):
+            except StageError as e:
+                return result("compile-error", error=f"baseline: {e}")
+            base.bind(random_inputs(specs, req["seed"]))
+            base.call()
+            ref = base.result()
+            base.free_result()
+            baselines.put(key, ref)
+        phase("transform" if script else "compile")
+        try:
             compiled, ir_text = build(req["program"], script, req["parallel"], req["func"], specs, res_spec,
                                       stages, want_ir=req.get("want_ir", False))
-    except StageError as e:
-        status = "transform-error" if e.stage == "transform" else "compile-error"
-        return result(status, error=str(e))
-    phase("run", 0, req["runs"])
-    inputs = random_inputs(specs, req["seed"])
-    compiled.bind(inputs)
-    limit = req.get("run_limit_s")
-    with stages.time("run"):
-        t0 = time.perf_counter()
-        compiled.call()
-        first = time.perf_counter() - t0
-    output = compiled.result()
-    compiled.free_result()
-    extra = {"transformed_ir": ir_text} if ir_text is not None else {}
-    if ref is None:  # this is the baseline itself
-        ref = output
-        baselines.put(key, ref)
-    ok, err = _compare(output, ref, req["rtol"], req["atol_scale"])
-    if not ok:
-        return result("wrong-result", error=err, **extra)
-    if limit and first > limit:
-        return result("timeout", error=f"one run took {first:.2f} s, over the {limit:.2f} s limit "
-                                       f"({req.get('timeout_factor', 10):g}x the baseline)", **extra)
+        except StageError as e:
+            status = "transform-error" if e.stage == "transform" else "compile-error"
+            return result(status, error=str(e))
+        phase("run", 0, req["runs"])
+        inputs = random_inputs(specs, req["seed"])
+        compiled.bind(inputs)
+        limit = req.get("run_limit_s")
+        with stages.time("run"):
+            t0 = time.perf_counter()
+            compiled.call()
+            first = time.perf_counter() - t0
+        output = compiled.result()
+        compiled.free_result()
+        extra = {"transformed_ir": ir_text} if ir_text is not None else {}
+        if ref is None:  # this is the baseline itself
+            ref = output
+            baselines.put(key, ref)
+        ok, err = _compare(output, ref, req["rtol"], req["atol_scale"])
+        if not ok:
+            return result("wrong-result", error=err, **extra)
+        if limit and first > limit:
+            return result("timeout", error=f"one run took {first:.2f} s, over the {limit:.2f} s limit "
+                                           f"({req.get('timeout_factor', 10):g}x the baseline)", **extra)
+        return compiled, first, limit, extra
+
+    # Everything but the timing holds the CPU lock shared (see _flock): a parallel kernel being timed
+    # elsewhere then has every core to itself.
+    with _flock(req.get("cpu_lock"), fcntl.LOCK_SH):
+        prepared = prepare()
+    if isinstance(prepared, dict):
+        return prepared
+    compiled, first, limit, extra = prepared
     times = []
     runs = adaptive_runs(req["runs"], first, req.get("min_timed_s", 0.02))
     cpu = req.get("cpu_lock") if req["parallel"] else None

@@ -179,6 +179,11 @@ def _add_evaluate(p: argparse.ArgumentParser) -> Callable:
 
         paths = program_paths(args.programs, args.split)
         pol = _policy(args.policy)
+        # one thread for inference (a few ms per decision): torch's spinning threads would otherwise take
+        # the cores the parallel kernels are being timed on
+        import torch
+
+        torch.set_num_threads(1)
         rows: list[dict] = []
         with make_engine(args) as eng:
             def one(path: str) -> dict:

@@ -115,3 +115,32 @@ def test_tiny_kernels_get_more_timed_runs():
     assert adaptive_runs(5, 0.015, 0.02) == 5  # a 15 ms kernel: k runs
     assert adaptive_runs(5, 20e-6, 0.02) == 200  # a 20 us kernel: capped at 200 runs (4 ms in all)
     assert adaptive_runs(5, 1e-3, 0.02) == 20
+
+
+def test_parallel_kernels_are_timed_with_every_core(engine, matmul):
+    """Timing a parallel kernel takes the CPU lock exclusively (compiles hold it shared): while someone
+    holds it shared, a TP schedule waits before timing and a serial one does not."""
+    import fcntl
+    import threading
+    import time
+
+    if not engine.openmp:
+        pytest.skip("no parallel runtime on this machine: TP is masked")
+    done: dict[str, float] = {}
+
+    def run(name: str, text: str) -> None:
+        m = engine.measure(matmul, parse(text), use_cache=False)
+        assert m.ok, m.error
+        done[name] = time.monotonic()
+
+    with open(engine._cpu_lockfile, "a") as f:
+        fcntl.flock(f, fcntl.LOCK_SH)  # a "compile" elsewhere
+        run("serial", "op0: T(8,32,1) V")  # serial kernels do not wait for the CPU lock
+        par = threading.Thread(target=run, args=("parallel", "op0: TP(64,64,0) T(8,32,1) V"))
+        par.start()
+        par.join(3.0)
+        assert "parallel" not in done  # compiled and checked, but it waits for every core to time
+        released = time.monotonic()
+        fcntl.flock(f, fcntl.LOCK_UN)
+    par.join(60)
+    assert done["parallel"] >= released
