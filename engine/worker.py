@@ -203,6 +203,15 @@ def set_limits() -> None:
     nice = int(os.environ.get("MLIR_RL_WORKER_NICE", "0") or 0)
     if nice > 0:
         os.nice(nice)
+        # The pool starts each worker in its own session, and with the kernel's autogroup scheduling
+        # (sched_autogroup_enabled=1, the default on desktop kernels) a session is its own scheduling
+        # group: CPU time is shared *between groups* first, so a nice worker still took half the CPU from
+        # the app's event loop. The group's own niceness fixes that (raising it needs no privilege).
+        try:
+            with open("/proc/self/autogroup", "w") as f:
+                f.write(str(nice))
+        except OSError:
+            pass
 
 
 def main() -> None:
