@@ -21,7 +21,6 @@ turn NT into arbitrary transformations on memory-bound ops. The budget counts me
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, replace
 
 from engine import Engine, Program
@@ -194,7 +193,3 @@ def recipe_search(engine: Engine, program: Program, budget: int = 40, min_gain: 
         log(f"{program.path}: {value:.2f}x with " + "; ".join(f"{k}: {r.text()}" for k, r in point.items()))
     return build(ev, point), value, point, ev.result
 
-
-def gmean(xs: list[float]) -> float:
-    xs = [x for x in xs if x > 0]
-    return math.exp(sum(map(math.log, xs)) / len(xs)) if xs else 0.0
