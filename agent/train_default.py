@@ -3,16 +3,19 @@
 1. programs: the training split of an `engine.dataset` data set (`--programs`, or generated into WORK/dataset),
    plus `--extra` more programs drawn by `engine.dataset.generate` with another seed, all used for training
    except any that equals a program of the evaluation split or of `--exclude` (default: samples/);
-2. search: `engine.search` hill climbing on every training program (`--budget` measurements, seed = index);
-3. imitation targets (`agent.expert.imitation_target`): when the search's best is not clearly better than
-   the baseline (< `--keep-baseline`, 1.1x) the target is NT on every op; otherwise each op is set to NT when
-   the schedule still measures within `--tolerance` (5%) of the best, so only the actions that help are kept;
+2. teacher (`--teacher recipe`, default): `agent.teacher.recipe_search` on every training program (`--budget`
+   measurements): per op an outer tiling (T, TP or TF), a register tile and V or NT, tuned op by op; the
+   target is its schedule, or NT on every op when it is not `--keep-baseline` (1.1x) faster than the baseline;
+3. (`--teacher hill`) `engine.search` hill climbing instead, and per-op pruning of the imitation target
+   (`agent.expert.imitation_target`): each op is set to NT when the schedule still measures within
+   `--tolerance` (5%) of the best, so only the actions that help are kept;
 4. behaviour cloning on those targets (policy + value pre-training);
 5. optionally (`--iterations` > 0) PPO from the cloned weights, kept only if its greedy one-pass schedules
    are better on the *training* programs (the evaluation split is never used to choose);
 6. the chosen weights (float16) go to agent/checkpoints/default.pt with default.json describing the run.
 
-    python -m agent.train_default --work runs/v3 --programs runs/dataset --extra 60
+    python -m agent.train_default --work runs/v6 --programs runs/dataset --extra 60 --extra-dir runs/dataset_extra \
+        --more runs/dataset_extra2 runs/dataset_extra3 --budget 40 --bc-epochs 120
 """
 
 from __future__ import annotations
