@@ -138,6 +138,12 @@ class Policy:
         return session
 
 
+def set_inference_threads(n: int) -> None:
+    """Threads torch uses for inference in this process (a decision takes a few ms on one thread; while
+    parallel kernels are being timed, torch's spinning threads would take their cores)."""
+    torch.set_num_threads(n)
+
+
 def to_measure(schedule: Schedule) -> Schedule:
     """The schedule to measure: NT on every op is the untransformed program, i.e. the baseline (hill
     climbing reports that case as Schedule({}) too). Measuring "op0: NT" separately only adds timing noise

@@ -174,16 +174,12 @@ def _add_evaluate(p: argparse.ArgumentParser) -> Callable:
     def run(args: argparse.Namespace) -> int:
         from agent.data import program_paths
         from agent.expert import search_best
-        from agent.suggest import to_measure
+        from agent.suggest import set_inference_threads, to_measure
         from engine import Session, load_file
 
         paths = program_paths(args.programs, args.split)
         pol = _policy(args.policy)
-        # one thread for inference (a few ms per decision): torch's spinning threads would otherwise take
-        # the cores the parallel kernels are being timed on
-        import torch
-
-        torch.set_num_threads(1)
+        set_inference_threads(1)  # the cores are for the kernels being timed
         rows: list[dict] = []
         with make_engine(args) as eng:
             def one(path: str) -> dict:
