@@ -55,8 +55,9 @@ class Policy:
         """The suggested action and the top-k transformations with their probabilities.
 
         The transformation is chosen by `_choose` (grouped decoding: not always the first of the top-k,
-        which are ranked by p(transformation), the probability shown), each with its most probable parameters (one argmax per tile row, or the best level pointer). Ranking by the
-        joint probability instead would favour V and NT, which have no parameters to be unsure about.
+        which are ranked by p(transformation), the probability shown), each with its most probable
+        parameters (one argmax per tile row, or the best level pointer). Ranking by the joint probability
+        instead would favour V and NT, which have no parameters to be unsure about.
         During an interchange only the level pointer is left to choose: the top-k are loops then.
         """
         if session.done:
