@@ -10,7 +10,7 @@ import sqlite3
 import threading
 import time
 
-ENGINE_VERSION = "5"  # bump when the pipeline or the measurement protocol changes
+ENGINE_VERSION = "6"  # bump when the pipeline or the measurement protocol changes
 
 
 def default_cache_dir() -> str:
@@ -58,6 +58,7 @@ class Cache:
         self.db.execute(
             "CREATE TABLE IF NOT EXISTS measurements (program TEXT, schedule TEXT, machine TEXT, "
             "result TEXT, created REAL, PRIMARY KEY (program, schedule, machine))")
+        self.db.execute("CREATE TABLE IF NOT EXISTS machines (machine TEXT PRIMARY KEY, peaks TEXT, created REAL)")
         self.db.commit()
         self.hits = 0
         self.misses = 0
@@ -76,6 +77,17 @@ class Cache:
         with self._lock:
             self.db.execute("INSERT OR REPLACE INTO measurements VALUES (?, ?, ?, ?, ?)",
                             (program_sha, schedule, machine, json.dumps(result), time.time()))
+            self.db.commit()
+
+    def get_machine(self, machine: str) -> dict | None:
+        """The machine's measured roofline (engine.roofline.Peaks as JSON), if measured."""
+        with self._lock:
+            row = self.db.execute("SELECT peaks FROM machines WHERE machine=?", (machine,)).fetchone()
+        return json.loads(row[0]) if row else None
+
+    def put_machine(self, machine: str, peaks: dict) -> None:
+        with self._lock:
+            self.db.execute("INSERT OR REPLACE INTO machines VALUES (?, ?, ?)", (machine, json.dumps(peaks), time.time()))
             self.db.commit()
 
     def __len__(self) -> int:

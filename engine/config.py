@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 #: Paper's six transformation kinds, in the order of the transformation head.
 TRANSFORMATIONS: tuple[str, ...] = ("T", "TP", "TF", "I", "V", "NT")
@@ -29,8 +29,13 @@ class Limits:
     tau: int = 5  # schedule length per op before only V or NT remain
     #: Tile-size candidates, index 0 means "not tiled". Length must equal n_tile_sizes.
     tile_sizes: tuple[int, ...] = (0, 1, 2, 4, 8, 16, 32, 64)
-    #: Largest vector (product of the vectorized op's loop extents) V may produce (paper: 512).
-    max_vector_elements: int = 512
+    #: Largest vector (product of the vectorized op's loop extents) V may produce (paper: 512). Measured
+    #: with the peak-code V (benchmarks/schedule_space.py): an elementwise op compiles in 66 ms at 1024
+    #: elements, 1 s at 2048 and 7 s at 16384 ...
+    max_vector_elements: int = 1024
+    #: ... while V lowers contractions, convolutions and poolings to register-sized outer products and
+    #: 1-D loops: 8192 elements compile in 0.2 s (matmul 64x64x2), 21504 in 0.3 s (conv2d).
+    max_contraction_vector_elements: int = 8192
     #: Interchange formulation: "pointers" (level pointers, N sub-steps) or "enumerated" (3N-6 swaps).
     interchange: str = "pointers"
 
@@ -43,10 +48,18 @@ class Limits:
 
 @dataclass(frozen=True)
 class MeasureConfig:
-    """How a schedule is measured (paper Sec. VII-A.3, 2024 paper time-out rule)."""
+    """How a schedule is measured (engine.timing; paper Sec. VII-A.3, 2024 paper time-out rule)."""
 
-    runs: int = 5  # median of k runs
-    warmups: int = 1
+    #: At least this many timing rounds (a round: runs adding up to a few ms; the figure is the median of
+    #: the round medians). The paper took the median of 5 runs; the 2-core VM needs rounds (engine.timing).
+    runs: int = 10
+    #: More rounds until the 95% confidence interval of the median is within this fraction of it ...
+    target_rel: float = 0.01
+    #: ... or until this much kernel time was spent timing the candidate.
+    budget_s: float = 1.5
+    #: Time every kernel alone on the machine (compiles wait); False lets serial kernels be timed while
+    #: another worker compiles (faster, noisier: benchmarks/measurement_noise.py).
+    exclusive: bool = True
     seed: int = 0
     timeout_factor: float = 10.0  # a run slower than 10x the baseline is a time-out
     timeout_floor_s: float = 1.0
@@ -58,7 +71,11 @@ class MeasureConfig:
     #: Niceness of the worker processes. The app uses 10 so compiling on both cores never starves its
     #: event loop; search and training keep 0 (nothing interactive competes with them).
     worker_nice: int = 0
-    extra: dict = field(default_factory=dict)
+
+    def timing(self) -> dict:
+        """The engine.timing.TimingConfig fields this config sets (sent to the worker as JSON)."""
+        return {"min_rounds": self.runs, "min_baseline_rounds": min(5, self.runs),
+                "target_rel": self.target_rel, "budget_s": self.budget_s}
 
 
 DEFAULT_LIMITS = Limits()

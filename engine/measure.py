@@ -12,7 +12,8 @@ from engine.cache import Cache, machine_fingerprint
 from engine.compile import parallel_runtime
 from engine.config import DEFAULT_LIMITS, DEFAULT_MEASURE, Limits, MeasureConfig
 from engine.pool import Cancelled, WorkerDied, WorkerPool, WorkerTimeout
-from engine.program import Program
+from engine.program import Program, TensorSpec, sha256_text
+from engine.roofline import Peaks, measure_peaks, place
 from engine.schedule import Schedule, to_text
 from engine.state import replay
 from engine.transforms import script, uses_parallel
@@ -22,7 +23,12 @@ STATUSES = ("ok", "transform-error", "compile-error", "crash", "timeout", "wrong
 
 @dataclass
 class Measurement:
-    """What measuring one schedule gave (DESIGN.md: status, median time, speedup, diagnostics)."""
+    """What measuring one schedule gave (DESIGN.md: status, median time, speedup, spread, diagnostics).
+
+    Times are medians over timing rounds with a 95% confidence interval (engine.timing); the baseline is
+    the untransformed program timed in the same worker in rounds interleaved with the schedule's, so the
+    speedup is a ratio from one moment. `gflops`, `peak_fraction` and `bound` place the time on the
+    machine's roofline (engine.roofline)."""
 
     status: str
     schedule: str
@@ -32,7 +38,15 @@ class Measurement:
     validated: bool = False
     cached: bool = False
     error: str = ""
-    times_ms: list[float] = field(default_factory=list)
+    time_ci_ms: list[float] | None = None
+    baseline_ci_ms: list[float] | None = None
+    speedup_ci: list[float] | None = None
+    runs: int = 0  # timed runs of the schedule
+    gflops: float | None = None
+    peak_fraction: float | None = None  # time at the roofline bound / time
+    bound: str = ""  # "compute" (FMA peak) or "memory" (bandwidth), whichever limits the program
+    runtime: str = ""  # "serial", "openmp" or "async"
+    times_ms: list[float] = field(default_factory=list)  # median of each timing round
     stages_ms: dict[str, float] = field(default_factory=dict)
     transformed_ir: str | None = None
 
@@ -40,8 +54,33 @@ class Measurement:
     def ok(self) -> bool:
         return self.status == "ok"
 
+    @property
+    def rel_error(self) -> float | None:
+        """Half-width of the time's confidence interval, relative to the time."""
+        if not self.time_ci_ms or not self.time_ms:
+            return None
+        return (self.time_ci_ms[1] - self.time_ci_ms[0]) / 2 / self.time_ms
+
+    def beats(self, other: Measurement | None) -> bool:
+        """Faster than `other` beyond the noise: the log speedups differ by more than their combined
+        relative uncertainty (half-widths of the intervals, in quadrature). A tie is not a win."""
+        if not self.ok or not self.speedup:
+            return False
+        if other is None or not other.ok or not other.speedup:
+            return True
+        noise = math.hypot(self.speedup_rel_error, other.speedup_rel_error)
+        return math.log(self.speedup / other.speedup) > noise
+
+    @property
+    def speedup_rel_error(self) -> float:
+        if not self.speedup or not self.speedup_ci:
+            return 0.0
+        return (math.log(self.speedup_ci[1]) - math.log(self.speedup_ci[0])) / 2
+
     def to_json(self) -> dict:
         d = {k: v for k, v in asdict(self).items() if k not in ("transformed_ir", "times_ms", "stages_ms")}
+        if self.rel_error is not None:
+            d["rel_error"] = self.rel_error
         if not self.error:
             d.pop("error")
         return d
@@ -57,8 +96,11 @@ class Engine:
     """Measures schedules for the app, search, the env and training through one worker pool and cache."""
 
     def __init__(self, limits: Limits = DEFAULT_LIMITS, config: MeasureConfig = DEFAULT_MEASURE,
-                 cache: Cache | None | bool = True, workers: int | None = None) -> None:
+                 cache: Cache | None | bool = True, workers: int | None = None, reuse: bool = True) -> None:
+        """`reuse=False` measures every schedule again (results are still stored, and the machine's
+        roofline still comes from the cache)."""
         self.limits = limits
+        self.reuse = reuse
         self.config = config
         self.cache: Cache | None = Cache() if cache is True else (cache if isinstance(cache, Cache) else None)
         self.pool = WorkerPool(workers or config.workers, config.memory_limit_bytes, config.worker_nice)
@@ -70,6 +112,7 @@ class Engine:
         self._lockfile = os.path.join(lockdir, f"timing-{os.getuid()}.lock")
         self._cpu_lockfile = os.path.join(lockdir, f"cpu-{os.getuid()}.lock")
         self.evaluated = 0  # measurements really made (not from the cache)
+        self._peaks: Peaks | None | bool = None  # False: could not be measured
 
     # ------------------------------------------------------------------------------------------
     def baseline(self, program: Program, on_progress: Callable | None = None,
@@ -93,24 +136,74 @@ class Engine:
     def _measure(self, program: Program, schedule: Schedule, check: bool, use_cache: bool,
                  on_progress: Callable | None, cancel: threading.Event | None) -> Measurement:
         text = to_text(schedule)
-        if use_cache and self.cache is not None:
+        parallel = bool(text) and uses_parallel(schedule) and self.openmp
+        if use_cache and self.reuse and self.cache is not None:
             hit = self.cache.get(program.sha256, text, self.machine)
             if hit is not None:
-                m = Measurement(**{**hit, "cached": True})
-                return self._with_baseline(program, m, on_progress, cancel)
+                return self._place(program, Measurement(**{**hit, "cached": True}), parallel)
         base = None
         if text:
             base = self.baseline(program, on_progress, cancel)
             if not base.ok:
                 return Measurement(status=base.status, schedule=text, error=f"baseline: {base.error}")
         body = script(program, schedule, self.limits, check=check) if text else None
-        m = self._run(program, text, body, base, on_progress, cancel, uses_parallel(schedule))
-        if m.status != "cancelled" and use_cache and self.cache is not None:
+        m = self._run(program, text, body, base, on_progress, cancel, parallel)
+        if m.status == "cancelled":
+            return m
+        m.runtime = self.runtime[0] if parallel and self.runtime else "serial"
+        if not text:
+            m.baseline_ms, m.baseline_ci_ms = m.time_ms, m.time_ci_ms
+        elif not m.baseline_ms and base is not None:  # a failure: the baseline for the record
+            m.baseline_ms, m.baseline_ci_ms = base.time_ms, base.time_ci_ms
+        if m.ok and m.time_ms and m.baseline_ms:
+            m.speedup = m.baseline_ms / m.time_ms
+            rel = m.speedup_ci or [1.0, 1.0]  # _run leaves the paired ratios' relative interval here
+            m.speedup_ci = [m.speedup * rel[0], m.speedup * rel[1]]
+        self._place(program, m, parallel)
+        if use_cache and self.cache is not None:
             rec = asdict(m)
-            for k in ("cached", "transformed_ir", "baseline_ms", "speedup"):
+            for k in ("cached", "transformed_ir", "gflops", "peak_fraction", "bound"):
                 rec.pop(k, None)
             self.cache.put(program.sha256, text, self.machine, rec)
-        return self._with_baseline(program, m, on_progress, cancel, base) if text else self._self_baseline(m)
+        return m
+
+    def _place(self, program: Program, m: Measurement, parallel: bool) -> Measurement:
+        """gflops, peak_fraction and bound from the machine's roofline (measured once per machine)."""
+        if m.ok and m.time_ms:
+            peaks = self.peaks()
+            if peaks is not None:
+                b = place(program, m.time_ms, parallel, peaks)
+                m.gflops, m.peak_fraction, m.bound = b.gflops, b.peak_fraction, b.bound
+                if m.time_ci_ms and not m.cached:  # the machine drifts between measurements: say so
+                    f = peaks.drift_compute if b.bound == "compute" else peaks.drift_memory
+                    m.time_ci_ms = [min(m.time_ci_ms[0], m.time_ms / (1 + f)), max(m.time_ci_ms[1], m.time_ms * (1 + f))]
+        return m
+
+    def peaks(self) -> Peaks | None:
+        """This machine's FMA peak and bandwidth (engine.roofline), measured on first use and cached."""
+        with self._lock:
+            if self._peaks is None:
+                rec = self.cache.get_machine(self.machine) if self.cache is not None else None
+                if rec is not None:
+                    self._peaks = Peaks.from_json(rec)
+                else:
+                    self._peaks = self._measure_peaks()
+                    if self._peaks is not None and self.cache is not None:
+                        self.cache.put_machine(self.machine, self._peaks.to_json())
+            return self._peaks or None
+
+    def _measure_peaks(self) -> Peaks | None:
+        def run(text: str, args: list[TensorSpec], result: TensorSpec, parallel: bool) -> float | None:
+            prog = Program(text=text, sha256=sha256_text(text), func_name="forward", args=args, results=[result],
+                           ops=[])
+            try:
+                req = self._request(prog, None, parallel, timing={"min_rounds": 5, "target_rel": 0.02, "budget_s": 0.3})
+                res = self.pool.run(req, None, self.config.compile_timeout_s, 300.0)
+            except (WorkerDied, WorkerTimeout, Cancelled):
+                return None
+            return res.get("time_ms") if res.get("status") == "ok" else None
+
+        return measure_peaks(run, len(os.sched_getaffinity(0)) if self.openmp else 1)
 
     def transformed_ir(self, program: Program, schedule: Schedule) -> tuple[str, str]:
         """(status, IR after the transform script or the error line) - for views and export."""
@@ -147,8 +240,8 @@ class Engine:
         return {
             "id": 0, "program": program.text, "sha256": program.sha256, "script": body, "parallel": parallel,
             "func": program.func_name, "args": [[list(a.shape), a.dtype] for a in program.args],
-            "result": [list(program.results[0].shape), program.results[0].dtype], "runs": c.runs,
-            "warmups": c.warmups, "seed": c.seed, "rtol": c.rtol, "atol_scale": c.atol_scale,
+            "result": [list(program.results[0].shape), program.results[0].dtype], "timing": c.timing(),
+            "exclusive": c.exclusive, "seed": c.seed, "rtol": c.rtol, "atol_scale": c.atol_scale,
             "timeout_factor": c.timeout_factor, "lock": self._lockfile,
             "cpu_lock": self._cpu_lockfile, **kw,
         }
@@ -159,7 +252,6 @@ class Engine:
         limit = None
         if base is not None and base.time_ms:
             limit = max(c.timeout_factor * base.time_ms / 1e3, c.timeout_floor_s)
-        parallel = bool(body) and parallel and self.openmp
         req = self._request(program, body, parallel, run_limit_s=limit)
         run_timeout = (limit or 120.0) * 2 + 5
         try:
@@ -176,25 +268,11 @@ class Engine:
             return Measurement(status="cancelled", schedule=text, error="cancelled")
         self.evaluated += 1
         status = res["status"]
-        return Measurement(status=status, schedule=text, time_ms=res.get("time_ms"),
-                           validated=status == "ok", error=res.get("error", ""),
-                           times_ms=res.get("times_ms", []), stages_ms=res.get("stages_ms", {}))
-
-    def _self_baseline(self, m: Measurement) -> Measurement:
-        if m.ok and m.time_ms:
-            m.baseline_ms, m.speedup = m.time_ms, 1.0
-        return m
-
-    def _with_baseline(self, program: Program, m: Measurement, on_progress, cancel,
-                       base: Measurement | None = None) -> Measurement:
-        if not m.schedule:
-            return self._self_baseline(m)
-        base = base or self.baseline(program, on_progress, cancel)
-        if base.ok:
-            m.baseline_ms = base.time_ms
-            if m.ok and m.time_ms:
-                m.speedup = base.time_ms / m.time_ms
-        return m
+        return Measurement(status=status, schedule=text, time_ms=res.get("time_ms"), validated=status == "ok",
+                           error=res.get("error", ""), time_ci_ms=res.get("time_ci_ms"),
+                           baseline_ms=res.get("paired_baseline_ms"), baseline_ci_ms=res.get("paired_baseline_ci_ms"),
+                           speedup_ci=res.get("speedup_rel_ci"), runs=res.get("runs", 0), times_ms=res.get("times_ms", []),
+                           stages_ms=res.get("stages_ms", {}))
 
 
 def without_nt(schedule: Schedule) -> Schedule:

@@ -41,6 +41,11 @@ class Worker:
         env["PYTHONPATH"] = _ROOT + os.pathsep + env.get("PYTHONPATH", "")
         env.setdefault("OPENBLAS_NUM_THREADS", "1")
         env.setdefault("KMP_WARNINGS", "0")
+        # OpenMP threads pinned one per core: unpinned, a third of the 2-thread runs had both threads on
+        # one core, exactly 2x slower (reference/codegen-spike); the worker pins the main thread itself
+        cores = len(os.sched_getaffinity(0))
+        env.setdefault("OMP_NUM_THREADS", str(cores))
+        env.setdefault("KMP_AFFINITY", "granularity=fine,compact")
         # No preexec_fn: it forces a full fork() of this (large) process while holding the GIL, which
         # froze the app's event loop; the worker sets its own limits first thing (engine.worker.main).
         env["MLIR_RL_WORKER_MEMORY"] = str(memory_limit or 0)

@@ -82,6 +82,8 @@ class LinalgOp:
     result_shape: tuple[int, ...] = ()
     #: Body ops outside arith/math/linalg.yield/linalg.index (e.g. cf.assert): the vectorizer rejects them.
     unvectorizable_body: list[str] = field(default_factory=list)
+    #: A contraction (matmul-like: multiply, then accumulate over reduction loops), named or generic.
+    contraction: bool = False
 
     @property
     def shape_text(self) -> str:
@@ -409,7 +411,8 @@ def _describe(raw_ops: list, name: str) -> list[LinalgOp]:
             id=oid, index=idx, name=op.name, op_type=category,
             loops=[Loop(int(b), it) for b, it in zip(bounds, its)],
             access=access, n_inputs=n_in, arith=_arith_counts(op), location=_location(op),
-            decompose_dims=decompose, result_shape=rshape, unvectorizable_body=_foreign_body_ops(op)))
+            decompose_dims=decompose, result_shape=rshape, unvectorizable_body=_foreign_body_ops(op),
+            contraction=bool(linalg.isa_contraction_op(op))))
     # producer / consumer graph through SSA values
     # by result value: `Value.owner` makes an OpView (see _body_op_names)
     by_result = {res: d for raw, d in zip(raw_ops, described) for res in raw.results}

@@ -7,6 +7,7 @@ V / NT end the op (paper Sec. IV-A and App. A; failure study in the spike README
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from engine.config import DEFAULT_LIMITS, TRANSFORMATIONS, Limits
@@ -172,15 +173,16 @@ def vectorize_choice(st: OpState, limits: Limits = DEFAULT_LIMITS) -> Choice:
     elif not _projected_permutations(op):
         return Choice(False, "an access is not a projected permutation (the vectorizer rejects it)")
     n = vector_elements(st)
-    if n > limits.max_vector_elements:
-        return Choice(False, f"vectorized extent {n} > {limits.max_vector_elements}: tile first "
-                             "(large vectors make compilation explode)")
+    big = limits.max_contraction_vector_elements if op.contraction or op.decompose_dims else limits.max_vector_elements
+    if n > big:
+        return Choice(False, f"vectorized extent {n} > {big}: tile first (large vectors make compilation explode)")
     return Choice(True)
 
 
 def vectorizable(st: OpState, limits: Limits = DEFAULT_LIMITS) -> bool:
     """The paper's vectorization pre-condition flag, ignoring the size rule."""
-    return vectorize_choice(st, Limits(**{**limits.__dict__, "max_vector_elements": 1 << 62})).allowed
+    return vectorize_choice(st, Limits(**{**limits.__dict__, "max_vector_elements": 1 << 62,
+                                          "max_contraction_vector_elements": 1 << 62})).allowed
 
 
 def _projected_permutations(op: LinalgOp) -> bool:
@@ -252,8 +254,6 @@ def step(st: OpState, action: Action, program: Program, limits: Limits = DEFAULT
         raise ScheduleError(f"unknown transformation {action.kind}")
     if not kinds[action.kind].allowed:
         raise ScheduleError(f"{op.id}: {action} is not allowed: {kinds[action.kind].reason}")
-    new = st.copy()
-    new.actions.append(action)
     if action.kind in TILED:
         sizes = action.params
         if len(sizes) != st.n_loops:
@@ -269,9 +269,23 @@ def step(st: OpState, action: Action, program: Program, limits: Limits = DEFAULT
             if s > st.extents[d] or st.extents[d] % s:
                 raise ScheduleError(f"{op.id}: {action}: tile size {s} does not divide extent {st.extents[d]} "
                                     f"of loop {pos}")
-        if any(sizes):
-            for pos, s in enumerate(sizes):
-                if s:
+    elif action.kind == "I":
+        if sorted(action.params) != list(range(st.n_loops)):
+            raise ScheduleError(f"{op.id}: {action} is not a permutation of 0..{st.n_loops - 1}")
+    elif action.params:
+        raise ScheduleError(f"{op.id}: {action} has the wrong number of parameters")
+    return advance(st, action)
+
+
+def advance(st: OpState, action: Action) -> OpState:
+    """The state after `action`, without checking it (`step` checks first; scripts built for crash tests
+    do not)."""
+    new = st.copy()
+    new.actions.append(action)
+    if action.kind in TILED:
+        if any(action.params):
+            for pos, s in enumerate(action.params):
+                if s and pos < st.n_loops:
                     new.extents[st.loop_at(pos)] = s
             new.tiled = True
         if action.kind == "TP":
@@ -279,18 +293,13 @@ def step(st: OpState, action: Action, program: Program, limits: Limits = DEFAULT
         if action.kind == "TF":
             new.fused = True
     elif action.kind == "I":
-        perm = list(action.params)
-        if sorted(perm) != list(range(st.n_loops)):
-            raise ScheduleError(f"{op.id}: {action} is not a permutation of 0..{st.n_loops - 1}")
-        new.order = [st.order[p] for p in perm]
+        new.order = [st.order[p] for p in action.params]
         new.interchanged = True
     elif action.kind == "V":
         new.vectorized = True
         new.done = True
     elif action.kind == "NT":
         new.done = True
-    if action.kind != "I" and action.params and len(action.params) != st.n_loops:
-        raise ScheduleError(f"{op.id}: {action} has the wrong number of parameters")
     return new
 
 
@@ -311,10 +320,13 @@ def fused_extents(consumer: OpState, producer: LinalgOp, tile_sizes: tuple[int, 
     return extents
 
 
-def replay(program: Program, schedule: Schedule, limits: Limits = DEFAULT_LIMITS,
-           openmp: bool = True) -> dict[str, OpState]:
-    """Check a whole schedule against the mask, in traversal order; returns the final op states."""
-    states = {o.id: initial_state(o) for o in program.ops}
+def walk(program: Program, schedule: Schedule, limits: Limits = DEFAULT_LIMITS, openmp: bool = True,
+         check: bool = True, states: dict[str, OpState] | None = None) -> Iterator[tuple[OpState, Action]]:
+    """Each action of the schedule in traversal order with the op's state just before it; `states` (op id ->
+    state) follows along, fused producers included. With `check`, an illegal action raises ScheduleError."""
+    if states is None:
+        states = {}
+    states.update({o.id: initial_state(o) for o in program.ops})
     for op_id in schedule.ops:
         if op_id not in states:
             known = ", ".join(states)
@@ -322,12 +334,20 @@ def replay(program: Program, schedule: Schedule, limits: Limits = DEFAULT_LIMITS
     for o in program.ops:
         for a in schedule.actions(o.id):
             st = states[o.id]
-            new = step(st, a, program, limits, openmp)
+            yield st, a
+            new = step(st, a, program, limits, openmp) if check else advance(st, a)
             if a.kind == "TF" and o.fusion_producer and any(a.params):
-                prod = states[o.fusion_producer]
-                prod = prod.copy()
+                prod = states[o.fusion_producer].copy()
                 prod.extents = fused_extents(st, prod.op, a.params)
                 prod.fused_into = o.id
                 states[o.fusion_producer] = prod
             states[o.id] = new
+
+
+def replay(program: Program, schedule: Schedule, limits: Limits = DEFAULT_LIMITS,
+           openmp: bool = True) -> dict[str, OpState]:
+    """Check a whole schedule against the mask, in traversal order; returns the final op states."""
+    states: dict[str, OpState] = {}
+    for _ in walk(program, schedule, limits, openmp, True, states):
+        pass
     return states

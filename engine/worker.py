@@ -8,12 +8,15 @@ status crash and starts a fresh worker. Protocol: one JSON object per line; prog
 
 from __future__ import annotations
 
+import ctypes
 import fcntl
 import json
 import os
 import sys
 import time
 from collections import OrderedDict
+from collections.abc import Callable
+from contextlib import contextmanager
 
 import numpy as np
 
@@ -68,9 +71,61 @@ def _flock(path: str | None, mode: int = fcntl.LOCK_EX):
     return _L()
 
 
+class _Baseline:
+    """The untransformed program, jitted and bound to its inputs: reference output and paired timing."""
+
+    def __init__(self, compiled, output, first_ms: float) -> None:
+        self.compiled, self.output, self.first_ms = compiled, output, first_ms
+
+
+def _release_threads() -> None:
+    """Put the OpenMP threads to sleep now: by default they spin for 200 ms after a parallel region, on
+    the core where the other worker may be timing next (measured: parallel kernels 2x slower, the same
+    figure as two threads sharing one core). `omp_pause_resource_all(omp_pause_soft)`, OpenMP 5.0."""
+    from engine.compile import openmp_library
+
+    lib = openmp_library()
+    if lib:
+        try:
+            ctypes.CDLL(lib).omp_pause_resource_all(1)
+        except (OSError, AttributeError):
+            pass
+
+
+@contextmanager
+def _pinned():
+    """The timing thread stays on the core it is on (OpenMP's first thread is core 0: KMP_AFFINITY in
+    engine.pool); compiling afterwards may use any core again."""
+    try:
+        everything = os.sched_getaffinity(0)
+        os.sched_setaffinity(0, {0} if len(everything) > 1 else everything)
+    except (AttributeError, OSError):
+        everything = None
+    try:
+        yield
+    finally:
+        if everything:
+            try:
+                os.sched_setaffinity(0, everything)
+            except OSError:
+                pass
+
+
+def _timed_call(compiled) -> Callable[[], float]:
+    def call() -> float:
+        t0 = time.perf_counter_ns()
+        compiled.call()
+        t = (time.perf_counter_ns() - t0) / 1e6
+        compiled.free_result()
+        return t
+
+    return call
+
+
 def handle(req: dict, out, baselines: _Baselines) -> dict:
     from engine.compile import StageError, Stages, build, random_inputs
     from engine.program import TensorSpec
+    from engine.timing import TimingConfig, time_kernel
 
     rid = req["id"]
     specs = [TensorSpec(tuple(s), d) for s, d in req["args"]]
@@ -94,22 +149,29 @@ def handle(req: dict, out, baselines: _Baselines) -> dict:
             return result("transform-error", error=str(e))
         return result("ok", transformed_ir=text)
 
+    def first_run(compiled) -> tuple[float, np.ndarray]:
+        compiled.bind(random_inputs(specs, req["seed"]))
+        t0 = time.perf_counter()
+        compiled.call()
+        first = time.perf_counter() - t0
+        output = compiled.result()
+        compiled.free_result()
+        return first, output
+
     def prepare():
-        """Baseline reference, transform, compile, one checked run: (compiled, first run s, limit, extra)
-        or the result dict of a failure."""
+        """Baseline (jitted and kept), transform, compile, one checked run: (compiled, first run s,
+        baseline to pair with, extra) or the result dict of a failure."""
         key = (req["sha256"], req["seed"])
-        ref = baselines.get(key)
-        if ref is None and script:
+        base = baselines.get(key)
+        if base is None and script:
             phase("baseline")
             try:
-                base, _ = build(req["program"], None, False, req["func"], specs, res_spec, Stages())
+                compiled, _ = build(req["program"], None, False, req["func"], specs, res_spec, Stages())
             except StageError as e:
                 return result("compile-error", error=f"baseline: {e}")
-            base.bind(random_inputs(specs, req["seed"]))
-            base.call()
-            ref = base.result()
-            base.free_result()
-            baselines.put(key, ref)
+            first, output = first_run(compiled)
+            base = _Baseline(compiled, output, first * 1e3)
+            baselines.put(key, base)
         phase("transform" if script else "compile")
         try:
             compiled, ir_text = build(req["program"], script, req["parallel"], req["func"], specs, res_spec,
@@ -117,61 +179,51 @@ def handle(req: dict, out, baselines: _Baselines) -> dict:
         except StageError as e:
             status = "transform-error" if e.stage == "transform" else "compile-error"
             return result(status, error=str(e))
-        phase("run", 0, req["runs"])
-        inputs = random_inputs(specs, req["seed"])
-        compiled.bind(inputs)
-        limit = req.get("run_limit_s")
+        phase("run", 0, 0)
         with stages.time("run"):
-            t0 = time.perf_counter()
-            compiled.call()
-            first = time.perf_counter() - t0
-        output = compiled.result()
-        compiled.free_result()
+            first, output = first_run(compiled)
         extra = {"transformed_ir": ir_text} if ir_text is not None else {}
-        if ref is None:  # this is the baseline itself
-            ref = output
-            baselines.put(key, ref)
-        ok, err = _compare(output, ref, req["rtol"], req["atol_scale"])
+        if base is None:  # this is the baseline itself
+            base = _Baseline(compiled, output, first * 1e3)
+            baselines.put(key, base)
+        ok, err = _compare(output, base.output, req["rtol"], req["atol_scale"])
         if not ok:
             return result("wrong-result", error=err, **extra)
+        limit = req.get("run_limit_s")
         if limit and first > limit:
             return result("timeout", error=f"one run took {first:.2f} s, over the {limit:.2f} s limit "
                                            f"({req.get('timeout_factor', 10):g}x the baseline)", **extra)
-        return compiled, first, limit, extra
+        return compiled, first, (base if script else None), extra
 
-    # Everything but the timing holds the CPU lock shared (see _flock): a parallel kernel being timed
-    # elsewhere then has every core to itself.
+    # Everything but the timing holds the CPU lock shared (see _flock): a kernel being timed elsewhere
+    # then has every core to itself.
     with _flock(req.get("cpu_lock"), fcntl.LOCK_SH):
         prepared = prepare()
     if isinstance(prepared, dict):
         return prepared
-    compiled, first, limit, extra = prepared
-    times = []
-    runs = adaptive_runs(req["runs"], first, req.get("min_timed_s", 0.02))
-    cpu = req.get("cpu_lock") if req["parallel"] else None
-    with _flock(req.get("lock")), _flock(cpu):
-        for _ in range(max(req["warmups"], runs // 10)):
-            compiled.call()
-            compiled.free_result()
-        for i in range(runs):
-            if i < 20 or i % 10 == 9 or i == runs - 1:
-                phase("run", i + 1, runs)
-            t0 = time.perf_counter_ns()
-            compiled.call()
-            times.append((time.perf_counter_ns() - t0) / 1e6)
-            compiled.free_result()
-            if limit and times[-1] > limit * 1e3:
-                return result("timeout", error=f"run {i + 1} took {times[-1] / 1e3:.2f} s, over the "
-                                                f"{limit:.2f} s limit", times_ms=times, **extra)
-    return result("ok", times_ms=times, time_ms=float(np.median(times)), **extra)
-
-
-def adaptive_runs(k: int, first_s: float, min_timed_s: float, cap: int = 200) -> int:
-    """At least k runs, more for tiny kernels so that the timed runs add up to `min_timed_s`: the median of
-    5 runs of a 15 us kernel moved by +-20% between measurements (timer and cache effects)."""
-    if first_s <= 0:
-        return k
-    return max(k, min(cap, int(min_timed_s / first_s)))
+    compiled, first, base, extra = prepared
+    limit = req.get("run_limit_s")
+    cfg = TimingConfig(**req.get("timing", {}))
+    cpu = req.get("cpu_lock") if req.get("exclusive", True) or req["parallel"] else None
+    with _flock(req.get("lock")), _flock(cpu), _pinned():
+        timed = time_kernel(_timed_call(compiled), first * 1e3, cfg,
+                            _timed_call(base.compiled) if base else None, base.first_ms if base else 0.0,
+                            limit_ms=limit * 1e3 if limit else None,
+                            on_round=lambda i, n: phase("run", i, n))
+    if req["parallel"]:
+        _release_threads()
+    rounds = timed.candidate.samples
+    if timed.timeout_run is not None:
+        return result("timeout", error=f"a run took {timed.timeout_run / 1e3:.2f} s, over the {limit:.2f} s "
+                                       "limit", times_ms=rounds, **extra)
+    t, lo, hi = timed.candidate.estimate()
+    res = {"time_ms": t, "time_ci_ms": [lo, hi], "times_ms": rounds, "runs": timed.candidate.runs,
+           "typical_ms": timed.candidate.typical_ms, "stopped": timed.stopped}
+    if timed.baseline is not None:
+        b, blo, bhi = timed.baseline.estimate()
+        rlo, rhi = timed.speedup_rel_ci()
+        res.update(paired_baseline_ms=b, paired_baseline_ci_ms=[blo, bhi], speedup_rel_ci=[rlo, rhi])
+    return result("ok", **res, **extra)
 
 
 def _compare(out: np.ndarray, ref: np.ndarray, rtol: float, atol_scale: float) -> tuple[bool, str]:

@@ -143,8 +143,11 @@ class FakeAdapter:
                 return Measurement(status=status, schedule=text, baseline_ms=self.baseline_ms,
                                    error=f"fake {status} for {kind}")
         ms = self.baseline_ms / (self.factor ** len(kinds))
-        return Measurement(status="ok", schedule=text, time_ms=ms, baseline_ms=self.baseline_ms,
-                           speedup=self.baseline_ms / ms, validated=True)
+        sp = self.baseline_ms / ms
+        return Measurement(status="ok", schedule=text, time_ms=ms, baseline_ms=self.baseline_ms, speedup=sp,
+                           validated=True, time_ci_ms=[ms * 0.98, ms * 1.02], speedup_ci=[sp * 0.97, sp * 1.03],
+                           gflops=program.flops / ms / 1e6, peak_fraction=min(1.0, 0.02 * sp), bound="compute",
+                           runtime="serial")
 
     def transformed_ir(self, program: Program, schedule: Schedule) -> tuple[str, str]:
         from engine import to_text

@@ -27,8 +27,8 @@ def make_engine(args: argparse.Namespace):
     from engine import Engine
     from engine.config import MeasureConfig
 
-    cfg = MeasureConfig(runs=getattr(args, "runs", 5))
-    return Engine(config=cfg, cache=not getattr(args, "no_cache", False))
+    cfg = MeasureConfig(runs=getattr(args, "runs", None) or MeasureConfig.runs)
+    return Engine(config=cfg, reuse=not getattr(args, "no_cache", False))
 
 
 # ------------------------------------------------------------------------------------------------
@@ -82,7 +82,9 @@ def _add_apply(p: argparse.ArgumentParser) -> Callable:
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("-o", "--output", help="write the transformed module (before lowering) here")
     p.add_argument("--emit-transform", help="write payload + transform script that mlir-opt --transform-interpreter replays")
-    p.add_argument("--runs", type=int, default=5, help="timed runs (median reported)")
+    p.add_argument("--runs", type=int, default=None,
+                   help="at least this many timing rounds (default 10); the time is the median of the round "
+                        "medians, with its 95%% interval")
     p.add_argument("--no-cache", action="store_true", help="measure even if the cache has an answer")
 
     def run(args: argparse.Namespace) -> int:
@@ -109,9 +111,7 @@ def _add_apply(p: argparse.ArgumentParser) -> Callable:
             emit(m.to_json())
         else:
             if m.ok:
-                gflops = prog.flops / m.time_ms / 1e6 if prog.flops else 0.0
-                print(f"{m.status}: {m.time_ms:.3f} ms (baseline {m.baseline_ms:.3f} ms), speedup {m.speedup:.2f}x, "
-                      f"{gflops:.1f} GFLOP/s, validated{' (cached)' if m.cached else ''}")
+                print(describe(m) + f", validated{' (cached)' if m.cached else ''}")
                 if m.stages_ms and not m.cached:
                     print("stages: " + ", ".join(f"{k} {v:.1f} ms" for k, v in m.stages_ms.items()))
             else:
@@ -119,6 +119,21 @@ def _add_apply(p: argparse.ArgumentParser) -> Callable:
         return 0 if m.ok else 1
 
     return run
+
+
+def describe(m) -> str:
+    """One line for an ok Measurement: time with its spread, speedup with its interval, roofline."""
+    err = f" +-{100 * m.rel_error:.1f}%" if m.rel_error is not None else ""
+    sp = f"{m.speedup:.2f}x"
+    if m.speedup_ci:
+        sp += f" ({m.speedup_ci[0]:.2f}-{m.speedup_ci[1]:.2f})"
+    text = f"{m.status}: {m.time_ms:.3f} ms{err} (baseline {m.baseline_ms:.3f} ms), speedup {sp}"
+    if m.gflops is not None:
+        text += f", {m.gflops:.1f} GFLOP/s"
+    if m.peak_fraction is not None:
+        what = "FMA peak" if m.bound == "compute" else "bandwidth"
+        text += f", {100 * m.peak_fraction:.0f}% of {what} ({m.runtime})"
+    return text
 
 
 def _write(path: str, text: str) -> None:

@@ -40,3 +40,10 @@ def matmul():
     from engine import load_file
 
     return load_file(str(SAMPLES / "matmul.mlir"))
+
+
+@pytest.fixture(scope="session")
+def add():
+    from engine import load_file
+
+    return load_file(str(SAMPLES / "add.mlir"))

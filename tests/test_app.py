@@ -77,7 +77,7 @@ async def test_masked_step_shows_reason_and_app_stays_usable(matmul_prog):
         assert app.main.schedule_text == ""
         bar = app.main.query_one(StatusBar)
         assert bar.status == "masked"
-        assert "512" in bar.message
+        assert "8192" in bar.message
         await pilot.press("t", "x")
         await settle(pilot)
         assert app.main.schedule_text == "op0: T(32,32,32)"

@@ -38,7 +38,23 @@ def test_apply_json_then_cached(cache_dir):
     assert set(first) >= {"status", "baseline_ms", "time_ms", "speedup", "validated", "cached", "schedule"}
     assert first["status"] == "ok" and first["validated"] and first["speedup"] > 1
     assert not first["cached"] and second["cached"]
-    assert second["time_ms"] == first["time_ms"]
+    assert second["time_ms"] == first["time_ms"] and second["speedup_ci"] == first["speedup_ci"]
+
+
+def test_apply_json_reports_spread_and_roofline(cache_dir):
+    """gflops, the fraction of the machine's measured FMA peak, the 95% intervals, the runtime."""
+    r = cli("apply", str(SAMPLES / "matmul.mlir"), "--schedule", "op0: T(8,32,1) V", "--json", timeout=300)
+    assert r.returncode == 0, r.stderr
+    m = json.loads(r.stdout)
+    assert m["status"] == "ok" and m["validated"] and m["runtime"] == "serial" and m["bound"] == "compute"
+    assert abs(m["gflops"] - 2 * 256 ** 3 / m["time_ms"] / 1e6) < 1e-6 * m["gflops"]
+    assert 0.2 < m["peak_fraction"] < 1.3  # the new V: near the FMA peak (measured on this machine)
+    lo, hi = m["time_ci_ms"]
+    assert lo <= m["time_ms"] <= hi and 0 <= m["rel_error"] < 0.5
+    slo, shi = m["speedup_ci"]
+    assert slo <= m["speedup"] <= shi and m["runs"] >= 10
+    text = cli("apply", str(SAMPLES / "matmul.mlir"), "--schedule", "op0: T(8,32,1) V").stdout
+    assert "% of FMA peak (serial)" in text and "+-" in text
 
 
 def test_apply_empty_schedule_is_baseline(cache_dir):
@@ -83,7 +99,7 @@ def test_bad_input_one_line_error(tmp_path, case, cmd, cache_dir):
     ("op0 T(8", "malformed"),
     ("op0: TP(0,0,64)", "reduction"),
     ("op0: T(8,8)", "needs 3 tile sizes"),
-    ("op0: V", "512"),
+    ("op0: V", "8192"),
 ])
 def test_bad_schedule_one_line_error(schedule, words, cache_dir):
     r = cli("apply", str(SAMPLES / "matmul.mlir"), "--schedule", schedule, timeout=30)

@@ -94,7 +94,7 @@ def test_masked_action_ends_the_episode_with_the_penalty(engine, matmul):
     v[0] = 4  # V: masked (vector too large) on the untiled matmul
     assert info["action_mask"][0][4] == 0
     obs, r, terminated, truncated, info = env.step(v)
-    assert terminated and r == -2.0 and "512" in info["invalid_action"]
+    assert terminated and r == -2.0 and "8192" in info["invalid_action"]
 
 
 def test_immediate_rewards_sum_to_the_final_log_speedup(engine, matmul, tmp_path):

@@ -33,14 +33,20 @@ def test_tile_sizes_must_divide(matmul):
     assert not row[sizes.index(64)].allowed and "> extent 32" in row[sizes.index(64)].reason
 
 
-def test_vectorize_only_when_small_enough(matmul):
+def test_vectorize_only_when_small_enough(matmul, add):
+    """Contractions may vectorize up to 8192 elements (V lowers them to register-sized outer products),
+    elementwise ops up to 1024 (benchmarks/schedule_space.py: compile time explodes beyond)."""
     s = Session(matmul)
     assert not s.mask().transformation["V"].allowed
-    assert "512" in s.mask().transformation["V"].reason
+    assert "8192" in s.mask().transformation["V"].reason
     s = s.apply(Action("T", (8, 32, 1)))
     assert s.mask().transformation["V"].allowed
-    s2 = Session(matmul).apply(Action("T", (16, 64, 1)))  # 1024 elements
-    assert not s2.mask().transformation["V"].allowed
+    assert Session(matmul).apply(Action("T", (16, 64, 8))).mask().transformation["V"].allowed  # 8192
+    assert not Session(matmul).apply(Action("T", (32, 64, 8))).mask().transformation["V"].allowed
+    e = Session(add)
+    assert not e.mask().transformation["V"].allowed and "1024" in e.mask().transformation["V"].reason
+    assert e.apply(Action("T", (1, 1024))).mask().transformation["V"].allowed
+    assert not Session(add).apply(Action("T", (2, 1024))).mask().transformation["V"].allowed
 
 
 def test_conv_vectorizes_after_height_loops_are_one():

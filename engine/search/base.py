@@ -84,6 +84,11 @@ class Evaluator:
     def session(self) -> Session:
         return Session(self.program, limits=self.engine.limits, openmp=self.openmp)
 
+    @staticmethod
+    def better(new: Measurement, old: Measurement | None) -> bool:
+        """A move is taken only when it beats the current point beyond the measurement noise."""
+        return new.beats(old)
+
     def speedup(self, schedule: Schedule) -> float:
         """Measure (or recall) a complete schedule: its speedup, 0 for a failure. BudgetExhausted at the end."""
         m = self.measure(schedule)
@@ -109,7 +114,7 @@ class Evaluator:
         else:
             r.evaluated += 1
             self.spent += 1
-        if m.ok and m.speedup and m.speedup > (r.best.speedup or 0.0):
+        if m.beats(r.best):  # within the noise, the schedule found first stays the best
             r.best, r.schedule = m, schedule
         r.history.append((self.spent, r.best.speedup or 0.0))
         if self.on_progress is not None:
@@ -124,10 +129,39 @@ def tunable(op_state: OpState) -> bool:
 
 
 def finish_op(sess: Session) -> Session:
-    """End the current op: V when the mask allows it, NT otherwise."""
+    """End the current op: V when the mask allows it, NT otherwise. An untouched fill whose only obstacle
+    to V is its size is first tiled to a vector that fits (`vector_tile`): the untransformed fill of the
+    maxpool sample's output took 40% of the time of the tuned pooling (0.115 vs 0.083 ms)."""
     m = sess.mask()
     assert m is not None
+    st = sess.current
+    if st.op.name == "linalg.fill" and not m.transformation["V"].allowed and not st.actions \
+            and m.transformation["T"].allowed \
+            and "vectorized extent" in m.transformation["V"].reason:
+        sizes = vector_tile(sess)
+        tiled = try_apply(sess, Action("T", sizes)) if sizes else None
+        if tiled is not None and tiled.mask().transformation["V"].allowed:
+            return tiled.apply(Action("V"))
     return sess.apply(Action("V" if m.transformation["V"].allowed else "NT"))
+
+
+def vector_tile(sess: Session) -> tuple[int, ...] | None:
+    """Tile sizes that keep the innermost loops whole as far as the vector limit allows, 1 outside."""
+    st, m = sess.current, sess.mask()
+    lim = sess.limits
+    limit = lim.max_contraction_vector_elements if st.op.contraction or st.op.decompose_dims \
+        else lim.max_vector_elements
+    sizes = [1] * st.n_loops
+    room = limit
+    for pos in reversed(range(st.n_loops)):
+        e = st.extents[st.loop_at(pos)]
+        ok = [s for i, s in enumerate(lim.tile_sizes) if s and s <= room and m.tile["T"][pos][i].allowed]
+        if e <= room:
+            sizes[pos] = e
+        elif ok:
+            sizes[pos] = max(ok)
+        room //= max(1, sizes[pos])
+    return tuple(sizes) if any(s < st.extents[st.loop_at(p)] for p, s in enumerate(sizes)) else None
 
 
 def complete(sess: Session) -> Session:

@@ -60,13 +60,13 @@ def exhaustive(ev: Evaluator, rng: np.random.Generator) -> None:
     for i, op_id in enumerate(ops):
         share = (ev.budget - ev.spent) // (len(ops) - i)
         stop_at = ev.spent + max(1, share)
-        best_cfg, best_v = (), ev.speedup(build(ev, chosen))
+        best_cfg, best_v = (), ev.measure(build(ev, chosen))
         for cfg in space(sess, op_id):
             if ev.spent >= stop_at:
                 break
             sched = build(ev, {**chosen, op_id: cfg})
             if sched is not None:
-                v = ev.speedup(sched)
-                if v > best_v:
+                v = ev.measure(sched)
+                if ev.better(v, best_v):
                     best_cfg, best_v = cfg, v
         chosen[op_id] = best_cfg

@@ -13,13 +13,13 @@ from engine.search.base import Evaluator, complete, finish_op, moves, skip_untun
 
 def greedy(ev: Evaluator, rng: np.random.Generator) -> None:
     sess = skip_untunable(ev.session())
-    value = ev.speedup(complete(sess).schedule)
+    value = ev.measure(complete(sess).schedule)
     while not sess.done:
         best, best_value = None, value
         for a in moves(sess):
             nxt = skip_untunable(sess.apply(a))
-            v = ev.speedup(complete(nxt).schedule)
-            if v > best_value:
+            v = ev.measure(complete(nxt).schedule)
+            if ev.better(v, best_value):
                 best, best_value = nxt, v
         if best is None:
             sess = skip_untunable(finish_op(sess))

@@ -239,7 +239,7 @@ class MainScreen(Screen):
         for n, st in enumerate(self.steps, 1):
             m = self.measurements.get(st.schedule)
             if m is not None and m.ok and m.speedup:
-                pts.append(Point(n, m.speedup, st.source))
+                pts.append(Point(n, m.speedup, st.source, m.peak_fraction))
         self.query_one(SpeedupPlot).set_points(pts)
 
     def _refresh_status(self) -> None:

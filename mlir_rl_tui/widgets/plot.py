@@ -21,6 +21,7 @@ class Point:
     step: int
     speedup: float
     source: str
+    peak: float | None = None  # fraction of the roofline bound (engine.roofline)
 
 
 class SpeedupPlot(PlotextPlot):
@@ -117,7 +118,8 @@ class SpeedupPlot(PlotextPlot):
                             color=COLORS[src], label=src)
         if best is not None:
             plt.scatter([best.step], [math.log2(best.speedup)], marker="*", color="yellow")
-            plt.title(f"speedup (log) best {best.speedup:.1f}x @{best.step}")
+            peak = f", {100 * best.peak:.0f}% of peak" if best.peak is not None else ""
+            plt.title(f"speedup (log) best {best.speedup:.1f}x @{best.step}{peak}")
         else:
             plt.title("speedup per step (log)")
         plt.xlim(0, max(last, 1) + 0.5)

@@ -36,6 +36,8 @@ class StatusBar(Horizontal):
         self.baseline_ms: float | None = None
         self.time_ms: float | None = None
         self.speedup: float | None = None
+        self.rel_error: float | None = None
+        self.peak: tuple[float, str] | None = None  # (fraction of the roofline bound, "compute"|"memory")
         self.status = "idle"
         self.message = ""
         self._numbers: str | None = None
@@ -57,9 +59,10 @@ class StatusBar(Horizontal):
     def set_measurement(self, m: Measurement | None) -> None:
         """Show `m` (None: the schedule is not measured yet)."""
         if m is None or not m.ok:
-            self.time_ms = self.speedup = None
+            self.time_ms = self.speedup = self.rel_error = self.peak = None
         else:
-            self.time_ms, self.speedup = m.time_ms, m.speedup
+            self.time_ms, self.speedup, self.rel_error = m.time_ms, m.speedup, m.rel_error
+            self.peak = (m.peak_fraction, m.bound) if m.peak_fraction is not None else None
         if m is not None and m.baseline_ms:
             self.baseline_ms = m.baseline_ms
         self._render_numbers()
@@ -87,9 +90,14 @@ class StatusBar(Horizontal):
         g = gflops(self.flops, self.time_ms)
         sp = f"{self.speedup:.2f}x" if self.speedup is not None else "-"
         sp_style = "bold green" if self.speedup and self.speedup > 1 else ("bold red" if self.speedup else "")
+        err = f" ±{100 * self.rel_error:.0f}%" if self.rel_error is not None and self.time_ms is not None else ""
         text = Text.assemble(("baseline ", "dim"), ms(self.baseline_ms), ("  now ", "dim"), ms(self.time_ms),
-                             ("  speedup ", "dim"), (sp, sp_style),
+                             (err, "dim"), ("  speedup ", "dim"), (sp, sp_style),
                              ("  GFLOP/s ", "dim"), f"{g:.2f}" if g is not None else "-")
+        if self.peak is not None:
+            frac, bound = self.peak
+            text.append_text(Text.assemble(("  ", ""), (f"{100 * frac:.0f}%", "bold"),
+                                           (" of FMA peak" if bound == "compute" else " of bandwidth", "dim")))
         if text.plain != self._numbers:
             # the numbers are sized to their text: a layout only when their width changes
             layout = len(text.plain) != len(self._numbers or "")

@@ -1,0 +1,109 @@
+"""PyTorch eager as the reference a user would run otherwise: the same op, layout and thread count.
+
+`reference(program)` maps a one-op program to a PyTorch callable on the same shapes and memory layout
+(NHWC convolutions and poolings run on channels_last tensors, which is the same memory order), or None.
+`time_reference` times it with the engine's own protocol (engine.timing: warm-up until stable, rounds,
+median of the round minima), so both sides of a comparison use one estimator. Run it in a fresh process
+(`python -m agent.torch_reference FILE --threads N`) to keep PyTorch's spinning OpenMP threads away
+from the engine's timings; `benchmarks/vs_pytorch.py` and `mlir-rl-tui evaluate` do.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+import time
+from collections.abc import Callable
+
+from engine.program import Program
+
+
+def reference(prog: Program, seed: int = 0) -> Callable[[], object] | None:
+    """A PyTorch callable computing `prog` (a single op, fills aside), or None if there is none."""
+    import torch
+    import torch.nn.functional as F
+
+    names = [o.name for o in prog.ops if o.name != "linalg.fill"]
+    if len(names) != 1:
+        return None
+    op = next(o for o in prog.ops if o.name == names[0])
+    name, shapes = names[0], [a.shape for a in prog.args]
+    g = torch.Generator().manual_seed(seed)
+    x = [torch.randn(*s, generator=g) for s in shapes]
+    strides = re.findall(r"strides = dense<(\d+)>", prog.text)
+    stride = int(strides[0]) if strides else 1
+    out_shape = prog.results[0].shape
+    body = set(k for k, v in op.arith.items() if v)
+    if name == "linalg.matmul" and len(x) == 2:
+        return lambda: torch.mm(x[0], x[1])
+    if name == "linalg.batch_matmul" and len(x) == 2:
+        return lambda: torch.bmm(x[0], x[1])
+    if name == "linalg.add" and len(x) == 2:
+        return lambda: torch.add(x[0], x[1])
+    if name == "linalg.generic" and len(x) == 1 and "arith.maximumf" in prog.text and not body:
+        return lambda: torch.relu(x[0])
+    if name == "linalg.conv_2d_nhwc_hwcf" and len(x) == 2:
+        inp = x[0].permute(0, 3, 1, 2)  # a view: NCHW sizes over NHWC memory = channels_last
+        w = x[1].permute(3, 2, 0, 1).contiguous(memory_format=torch.channels_last)
+        return lambda: F.conv2d(inp, w, stride=stride)
+    if name == "linalg.pooling_nhwc_max" and len(x) == 1:
+        inp = x[0].permute(0, 3, 1, 2)
+        kh = x[0].shape[1] - (out_shape[1] - 1) * stride
+        return lambda: F.max_pool2d(inp, kh, stride)
+    return None
+
+
+def time_reference(prog: Program, threads: int) -> dict | None:
+    """{"time_ms", "time_ci_ms", "runs"} of PyTorch eager on `threads` threads, or None."""
+    import torch
+
+    from engine.timing import TimingConfig, time_kernel
+
+    torch.set_num_threads(threads)
+    fn = reference(prog)
+    if fn is None:
+        return None
+
+    def call() -> float:
+        t0 = time.perf_counter_ns()
+        fn()
+        return (time.perf_counter_ns() - t0) / 1e6
+
+    with torch.no_grad():
+        first = call()
+        timed = time_kernel(call, first, TimingConfig())
+    t, lo, hi = timed.candidate.estimate()
+    return {"time_ms": t, "time_ci_ms": [lo, hi], "runs": timed.candidate.runs}
+
+
+def run_in_subprocess(path: str, threads: int, timeout: float = 300.0) -> dict | None:
+    """`time_reference` in a fresh process pinned like the engine's workers (one thread per core)."""
+    import subprocess
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, OMP_PROC_BIND="close", OMP_PLACES="cores", OPENBLAS_NUM_THREADS="1",
+               PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    out = subprocess.run([sys.executable, "-m", "agent.torch_reference", path, "--threads", str(threads)],
+                         capture_output=True, text=True, timeout=timeout, env=env)
+    if out.returncode != 0 or not out.stdout.strip():
+        return None
+    res = json.loads(out.stdout)
+    return res or None
+
+
+def main() -> int:
+    from engine.program import load_file
+
+    ap = argparse.ArgumentParser(description="time PyTorch eager on a one-op program")
+    ap.add_argument("file")
+    ap.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)))
+    args = ap.parse_args()
+    print(json.dumps(time_reference(load_file(args.file), args.threads) or {}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

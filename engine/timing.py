@@ -1,0 +1,204 @@
+"""The timing protocol: how one kernel is timed, next to its baseline, until the figure is trustworthy.
+
+Measured on the 2-core VM this project runs on (benchmarks/measurement_noise.py): single runs of a
+parallel kernel jump by 2x for tens of milliseconds at a time (the host takes the second core), and the
+first runs after compiling are slower. So:
+
+- warm-up until stable: windows of runs until two successive window medians agree within 3%;
+- rounds: the runs are grouped in rounds of about `round_s` each; a round's median is one sample, so a
+  burst of slow runs costs one round, not the figure;
+- interleaved: a round of the baseline follows every few rounds of the candidate (A B A B), so a
+  speedup is the ratio of two figures from the same moment;
+- enough rounds for the target: rounds continue until the 95% confidence interval of the median over
+  rounds is within `target_rel` of it, or the time budget is spent; the interval is reported.
+
+Pure Python on callables, so it is tested without MLIR; `engine.worker` runs it on jitted kernels.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class TimingConfig:
+    """Knobs of the protocol (defaults measured on a 2-core VM, see the module docstring)."""
+
+    round_s: float = 0.004  # a round of a fast kernel lasts about this long ...
+    round_runs: int = 3  # ... and has at least this many runs (for a baseline: when they cost < 20 ms each)
+    min_rounds: int = 10
+    max_rounds: int = 60
+    target_rel: float = 0.01  # stop when the 95% CI half-width of the median is within 1% of it
+    budget_s: float = 1.5  # kernel time spent timing the candidate, at most (beyond min_rounds)
+    warmup_s: float = 0.05  # at least this much warm-up ...
+    max_warmup_s: float = 0.5  # ... and at most this much while waiting for stable windows
+    stable_rel: float = 0.03
+    baseline_share: float = 0.5  # baseline rounds cost at most this share of the candidate's time ...
+    min_baseline_rounds: int = 3  # ... but there are at least this many
+
+
+@dataclass
+class Series:
+    """Timed runs of one kernel, grouped in rounds. A round's sample is its fastest run: noise on a shared
+    machine only ever adds time (Chen & Revels, "Robust benchmarking in noisy environments", 2016), and
+    on this VM a round's minimum drifted 1.14x over 12 s where its median drifted 1.32x."""
+
+    rounds: list[list[float]] = field(default_factory=list)  # ms per run, per round
+
+    @property
+    def samples(self) -> list[float]:
+        return [min(r) for r in self.rounds if r]
+
+    @property
+    def runs(self) -> int:
+        return sum(len(r) for r in self.rounds)
+
+    @property
+    def typical_ms(self) -> float:
+        """Median of every run: what one run typically took, interference included."""
+        return median([t for r in self.rounds for t in r])
+
+    def estimate(self) -> tuple[float, float, float]:
+        """(median of the round samples, 95% CI low, CI high), in ms."""
+        xs = sorted(self.samples)
+        if not xs:
+            return math.nan, math.nan, math.nan
+        lo, hi = median_ci(len(xs))
+        return median(xs), xs[lo], xs[hi]
+
+    def rel_halfwidth(self) -> float:
+        m, lo, hi = self.estimate()
+        return (hi - lo) / 2 / m if m > 0 else math.inf
+
+
+@dataclass
+class Timed:
+    """What timing gave: the candidate's series and, when paired, the baseline's."""
+
+    candidate: Series
+    baseline: Series | None = None
+    warmup_runs: int = 0
+    stopped: str = ""  # "target", "budget", "max-rounds"
+    timeout_run: float | None = None  # ms of the run that went over the limit, if one did
+    #: per baseline round, the index of the first candidate round after it (for paired ratios)
+    baseline_at: list[int] = field(default_factory=list)
+
+    def ratios(self) -> list[float]:
+        """Paired speedups: each baseline round's sample over the median sample of the candidate rounds
+        between it and the next baseline round (the same moment, so machine drift cancels)."""
+        if self.baseline is None:
+            return []
+        c, b = self.candidate.samples, self.baseline.samples
+        out = []
+        for i, start in enumerate(self.baseline_at):
+            end = self.baseline_at[i + 1] if i + 1 < len(self.baseline_at) else len(c)
+            near = c[start:end] or c[max(0, start - 1):start + 1]
+            if near and i < len(b):
+                out.append(b[i] / median(near))
+        return out
+
+    def speedup_rel_ci(self) -> tuple[float, float]:
+        """The 95% interval of the paired ratios' median, relative to that median (lo <= 1 <= hi)."""
+        rs = sorted(self.ratios())
+        if len(rs) < 2:
+            return 1.0, 1.0
+        lo, hi = median_ci(len(rs))
+        m = median(rs)
+        return min(1.0, rs[lo] / m), max(1.0, rs[hi] / m)
+
+
+def median(xs: list[float]) -> float:
+    s = sorted(xs)
+    n = len(s)
+    if n == 0:
+        return math.nan
+    return s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2
+
+
+def median_ci(n: int, level: float = 0.95) -> tuple[int, int]:
+    """Indexes (into the sorted sample) of a distribution-free confidence interval for the median: the
+    order statistics j < k with P(X_(j) <= median <= X_(k)) >= level under Binomial(n, 1/2)."""
+    if n < 3:
+        return 0, n - 1
+    cdf = [0.0] * (n + 1)
+    acc = 0.0
+    for i in range(n + 1):
+        acc += math.comb(n, i) / 2 ** n
+        cdf[i] = acc
+    j = 0
+    while j + 1 < n and 1 - 2 * cdf[j + 1] >= level:  # coverage of [X_(j+2), X_(n-j-1)] in 1-based terms
+        j += 1
+    return j, n - 1 - j
+
+
+def warm_up(call: Callable[[], float], first_ms: float, cfg: TimingConfig) -> tuple[int, float]:
+    """Run until two successive windows agree within `stable_rel` (and `warmup_s` has passed); returns
+    the runs made and the last window's median (a better estimate of a run than the cold first run)."""
+    if first_ms > 50:  # a slow kernel is as warm as it gets after one run
+        return 1, call()
+    window = max(3, min(20, int(cfg.warmup_s * 1e3 / 4 / max(first_ms, 1e-3))))
+    runs, prev, t0 = 0, None, time.perf_counter()
+    while True:
+        cur = median([call() for _ in range(window)])
+        runs += window
+        spent = time.perf_counter() - t0
+        if spent >= cfg.max_warmup_s or (prev is not None and spent >= cfg.warmup_s
+                                         and abs(cur - prev) <= cfg.stable_rel * prev):
+            return runs, cur
+        prev = cur
+
+
+def time_kernel(call: Callable[[], float], first_ms: float, cfg: TimingConfig = TimingConfig(),
+                baseline: Callable[[], float] | None = None, baseline_first_ms: float = 0.0,
+                limit_ms: float | None = None, on_round: Callable[[int, int], None] | None = None) -> Timed:
+    """Time `call` (runs the kernel once, returns its ms) with rounds of `baseline` interleaved.
+
+    A candidate run slower than `limit_ms` ends the timing (`Timed.timeout_run`)."""
+    out = Timed(Series(), Series() if baseline else None)
+    out.warmup_runs, est = warm_up(call, first_ms, cfg)
+    est = max(est, 1e-4)
+    base_est = max(warm_up(baseline, baseline_first_ms, cfg)[1], 1e-4) if baseline is not None else 1e-4
+    per_round = max(cfg.round_runs, int(cfg.round_s * 1e3 / est))
+    base_per_round = max(cfg.round_runs if base_est < 20 else 1, int(cfg.round_s * 1e3 / base_est))
+    # baseline rounds: at least min_baseline_rounds, else at most a share of the candidate's time
+    affordable = int(cfg.baseline_share * cfg.min_rounds * per_round * est / (base_per_round * base_est))
+    n_base = max(cfg.min_baseline_rounds, min(cfg.min_rounds, affordable))
+    every = max(1, cfg.min_rounds // n_base)
+    spent_ms = 0.0
+    r = 0
+    while True:
+        if out.baseline is not None and r % every == 0 and len(out.baseline.rounds) < 2 * n_base:
+            out.baseline.rounds.append([baseline() for _ in range(base_per_round)])
+            out.baseline_at.append(r)
+        runs = []
+        for _ in range(per_round):
+            t = call()
+            runs.append(t)
+            if limit_ms is not None and t > limit_ms:
+                out.candidate.rounds.append(runs)
+                out.timeout_run = t
+                out.stopped = "timeout"
+                return out
+        out.candidate.rounds.append(runs)
+        spent_ms += sum(runs)
+        r += 1
+        if on_round is not None:
+            on_round(r, cfg.min_rounds)
+        if r < cfg.min_rounds:
+            continue
+        if out.candidate.rel_halfwidth() <= cfg.target_rel:
+            out.stopped = "target"
+        elif r >= cfg.max_rounds:
+            out.stopped = "max-rounds"
+        elif spent_ms >= cfg.budget_s * 1e3:
+            out.stopped = "budget"
+        else:
+            continue
+        break
+    while out.baseline is not None and len(out.baseline.rounds) < n_base:
+        out.baseline.rounds.append([baseline() for _ in range(base_per_round)])
+        out.baseline_at.append(r)
+    return out
