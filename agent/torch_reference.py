@@ -1,7 +1,8 @@
 """PyTorch eager as the reference a user would run otherwise: the same op, layout and thread count.
 
-`reference(program)` maps a one-op program to a PyTorch callable on the same shapes and memory layout
-(NHWC convolutions and poolings run on channels_last tensors, which is the same memory order), or None.
+`reference(program)` maps a one-op program to a PyTorch callable on the engine's own seeded inputs, in the
+same memory layout (NHWC convolutions and poolings run on channels_last tensors, which is the same memory
+order), or None. `reference_output` is its result as a numpy array, to check the program against PyTorch.
 `time_reference` times it with the engine's own protocol (engine.timing: warm-up until stable, rounds,
 median of the round minima), so both sides of a comparison use one estimator. Run it in a fresh process
 (`python -m agent.torch_reference FILE --threads N`) to keep PyTorch's spinning OpenMP threads away
@@ -26,16 +27,17 @@ def reference(prog: Program, seed: int = 0) -> Callable[[], object] | None:
     import torch
     import torch.nn.functional as F
 
+    from engine.compile import random_inputs
+
     names = [o.name for o in prog.ops if o.name != "linalg.fill"]
     if len(names) != 1:
         return None
     op = next(o for o in prog.ops if o.name == names[0])
-    name, shapes = names[0], [a.shape for a in prog.args]
-    g = torch.Generator().manual_seed(seed)
-    x = [torch.randn(*s, generator=g) for s in shapes]
+    name = names[0]
+    x = [torch.from_numpy(a) for a in random_inputs(prog.args, seed)]  # the engine's inputs
     strides = re.findall(r"strides = dense<(\d+)>", prog.text)
     stride = int(strides[0]) if strides else 1
-    out_shape = prog.results[0].shape
+    window = [lp.bound for lp in op.loops if lp.iterator == "reduction"]  # pooling: (kh, kw)
     body = set(k for k, v in op.arith.items() if v)
     if name == "linalg.matmul" and len(x) == 2:
         return lambda: torch.mm(x[0], x[1])
@@ -49,11 +51,24 @@ def reference(prog: Program, seed: int = 0) -> Callable[[], object] | None:
         inp = x[0].permute(0, 3, 1, 2)  # a view: NCHW sizes over NHWC memory = channels_last
         w = x[1].permute(3, 2, 0, 1).contiguous(memory_format=torch.channels_last)
         return lambda: F.conv2d(inp, w, stride=stride)
-    if name == "linalg.pooling_nhwc_max" and len(x) == 1:
+    if name == "linalg.pooling_nhwc_max" and len(x) == 1 and len(window) == 2:
         inp = x[0].permute(0, 3, 1, 2)
-        kh = x[0].shape[1] - (out_shape[1] - 1) * stride
-        return lambda: F.max_pool2d(inp, kh, stride)
+        return lambda: F.max_pool2d(inp, tuple(window), stride)
     return None
+
+
+def reference_output(prog: Program, seed: int = 0):
+    """PyTorch's result on the engine's seeded inputs (numpy, in the program's result layout), or None."""
+    import torch
+
+    fn = reference(prog, seed)
+    if fn is None:
+        return None
+    with torch.no_grad():
+        out = fn()
+    if out.dim() == 4 and out.shape[1:] != tuple(prog.results[0].shape[1:]):
+        out = out.permute(0, 2, 3, 1)  # NCHW sizes over NHWC memory: back to the program's NHWC
+    return out.contiguous().numpy()
 
 
 def time_reference(prog: Program, threads: int) -> dict | None:

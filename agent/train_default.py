@@ -32,6 +32,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import torch
 
+from agent.evaluate import gmean
+
 CHECKPOINTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "checkpoints")
 
 
@@ -182,7 +184,7 @@ def main(argv: list[str] | None = None) -> None:
             for prog in train:
                 sched = to_measure(pol.schedule(Session(prog, openmp=eng.openmp)).schedule)
                 sp.append(eng.measure(prog, sched).speedup or 0.0)
-            scores[name] = _gmean(sp)
+            scores[name] = gmean(sp)
             log(f"greedy {name} policy on the training programs: gmean {scores[name]:.2f}x")
     chosen = max(scores, key=lambda k: scores[k])
     t_all = time.time() - t0
@@ -199,8 +201,8 @@ def main(argv: list[str] | None = None) -> None:
         "teacher": a.teacher,
         "data": data, "train_programs": len(train), "teacher_budget": a.budget,
         "teacher_measurements": made["search"], "target_measurements": made["targets"],
-        "teacher_gmean_speedup": _gmean(list(found.values())),
-        "target_gmean_speedup": _gmean([t[1] for t in targets.values()]),
+        "teacher_gmean_speedup": gmean(list(found.values())),
+        "target_gmean_speedup": gmean([t[1] for t in targets.values()]),
         "keep_baseline": a.keep_baseline, "tolerance": a.tolerance, "programs_keeping_baseline": n_nt,
         "bc_decisions": len(examples), "bc_epochs": a.bc_epochs, "bc_lr": a.bc_lr,
         "bc_loss": [bc_rows[0][1], bc_rows[-1][1]],
@@ -214,11 +216,6 @@ def main(argv: list[str] | None = None) -> None:
         json.dump(info, f, indent=1)
     shutil.copy(os.path.join(a.work, "default.json"), os.path.join(CHECKPOINTS, "default.json"))
     log(f"done: {os.path.join(CHECKPOINTS, 'default.pt')} ({chosen})")
-
-
-def _gmean(xs: list[float]) -> float:
-    xs = [x for x in xs if x > 0]
-    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else 0.0
 
 
 if __name__ == "__main__":

@@ -46,6 +46,7 @@ class Worker:
         cores = len(os.sched_getaffinity(0))
         env.setdefault("OMP_NUM_THREADS", str(cores))
         env.setdefault("KMP_AFFINITY", "granularity=fine,compact")
+        env.setdefault("KMP_BLOCKTIME", "0")  # threads sleep at once, but while timing (worker._spinning)
         # No preexec_fn: it forces a full fork() of this (large) process while holding the GIL, which
         # froze the app's event loop; the worker sets its own limits first thing (engine.worker.main).
         env["MLIR_RL_WORKER_MEMORY"] = str(memory_limit or 0)

@@ -153,10 +153,14 @@ def warm_up(call: Callable[[], float], first_ms: float, cfg: TimingConfig) -> tu
 
 def time_kernel(call: Callable[[], float], first_ms: float, cfg: TimingConfig = TimingConfig(),
                 baseline: Callable[[], float] | None = None, baseline_first_ms: float = 0.0,
-                limit_ms: float | None = None, on_round: Callable[[int, int], None] | None = None) -> Timed:
+                limit_ms: float | None = None, on_round: Callable[[int, int], None] | None = None,
+                place: Callable[[int], None] | None = None) -> Timed:
     """Time `call` (runs the kernel once, returns its ms) with rounds of `baseline` interleaved.
 
-    A candidate run slower than `limit_ms` ends the timing (`Timed.timeout_run`)."""
+    `place(k)` is called before the k-th round of either kernel: the worker moves the kernels to another
+    copy of their arguments, so the figure does not depend on where one copy landed in memory. A candidate
+    run slower than `limit_ms` ends the timing (`Timed.timeout_run`)."""
+    place = place or (lambda k: None)
     out = Timed(Series(), Series() if baseline else None)
     out.warmup_runs, est = warm_up(call, first_ms, cfg)
     est = max(est, 1e-4)
@@ -171,8 +175,10 @@ def time_kernel(call: Callable[[], float], first_ms: float, cfg: TimingConfig = 
     r = 0
     while True:
         if out.baseline is not None and r % every == 0 and len(out.baseline.rounds) < 2 * n_base:
+            place(len(out.baseline.rounds))
             out.baseline.rounds.append([baseline() for _ in range(base_per_round)])
             out.baseline_at.append(r)
+        place(r)
         runs = []
         for _ in range(per_round):
             t = call()
@@ -199,6 +205,7 @@ def time_kernel(call: Callable[[], float], first_ms: float, cfg: TimingConfig = 
             continue
         break
     while out.baseline is not None and len(out.baseline.rounds) < n_base:
+        place(len(out.baseline.rounds))
         out.baseline.rounds.append([baseline() for _ in range(base_per_round)])
         out.baseline_at.append(r)
     return out

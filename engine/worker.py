@@ -78,18 +78,31 @@ class _Baseline:
         self.compiled, self.output, self.first_ms = compiled, output, first_ms
 
 
-def _release_threads() -> None:
-    """Put the OpenMP threads to sleep now: by default they spin for 200 ms after a parallel region, on
-    the core where the other worker may be timing next (measured: parallel kernels 2x slower, the same
-    figure as two threads sharing one core). `omp_pause_resource_all(omp_pause_soft)`, OpenMP 5.0."""
+@contextmanager
+def _spinning(compiled, parallel: bool):
+    """OpenMP threads spin between the timed runs of a parallel kernel, and sleep at once otherwise.
+
+    The pool starts workers with KMP_BLOCKTIME=0: by default the threads spin for 200 ms after each
+    parallel region, on the core where the other worker may be timing next (measured: 20 ticks of CPU in
+    the 0.5 s after a timing; parallel kernels of the other worker 2x slower). Sleeping at once between
+    runs makes each run pay a wake-up (matmul TP: 0.25 instead of 0.16 ms), so during the timing the
+    threads spin (kmp_set_blocktime(200)), and one last run with blocktime 0 puts them to sleep."""
     from engine.compile import openmp_library
 
-    lib = openmp_library()
-    if lib:
+    lib = None
+    if parallel and openmp_library():
         try:
-            ctypes.CDLL(lib).omp_pause_resource_all(1)
+            lib = ctypes.CDLL(openmp_library())
+            lib.kmp_set_blocktime(200)
         except (OSError, AttributeError):
-            pass
+            lib = None
+    try:
+        yield
+    finally:
+        if lib is not None:
+            lib.kmp_set_blocktime(0)
+            compiled.call()
+            compiled.free_result()
 
 
 @contextmanager
@@ -109,6 +122,21 @@ def _pinned():
                 os.sched_setaffinity(0, everything)
             except OSError:
                 pass
+
+
+#: Copies of the arguments the timing rotates through (engine.compile.Compiled.bind), for programs whose
+#: arguments take at most PLACEMENT_BYTES.
+PLACEMENTS = 3
+PLACEMENT_BYTES = 256 << 20
+
+
+def _placer(compiled, base) -> Callable[[int], None]:
+    def place(k: int) -> None:
+        compiled.place(k)
+        if base is not None:
+            base.compiled.place(k)
+
+    return place
 
 
 def _timed_call(compiled) -> Callable[[], float]:
@@ -149,8 +177,10 @@ def handle(req: dict, out, baselines: _Baselines) -> dict:
             return result("transform-error", error=str(e))
         return result("ok", transformed_ir=text)
 
+    copies = PLACEMENTS if sum(s.nbytes for s in specs) <= PLACEMENT_BYTES else 1
+
     def first_run(compiled) -> tuple[float, np.ndarray]:
-        compiled.bind(random_inputs(specs, req["seed"]))
+        compiled.bind(random_inputs(specs, req["seed"]), copies)
         t0 = time.perf_counter()
         compiled.call()
         first = time.perf_counter() - t0
@@ -205,13 +235,11 @@ def handle(req: dict, out, baselines: _Baselines) -> dict:
     limit = req.get("run_limit_s")
     cfg = TimingConfig(**req.get("timing", {}))
     cpu = req.get("cpu_lock") if req.get("exclusive", True) or req["parallel"] else None
-    with _flock(req.get("lock")), _flock(cpu), _pinned():
+    with _flock(req.get("lock")), _flock(cpu), _pinned(), _spinning(compiled, req["parallel"]):
         timed = time_kernel(_timed_call(compiled), first * 1e3, cfg,
                             _timed_call(base.compiled) if base else None, base.first_ms if base else 0.0,
                             limit_ms=limit * 1e3 if limit else None,
-                            on_round=lambda i, n: phase("run", i, n))
-    if req["parallel"]:
-        _release_threads()
+                            on_round=lambda i, n: phase("run", i, n), place=_placer(compiled, base))
     rounds = timed.candidate.samples
     if timed.timeout_run is not None:
         return result("timeout", error=f"a run took {timed.timeout_run / 1e3:.2f} s, over the {limit:.2f} s "

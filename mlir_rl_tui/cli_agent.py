@@ -3,14 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import math
 import os
-import re
-import statistics
 import sys
-import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 
 from mlir_rl_tui.cli import CliError, emit, make_engine
 
@@ -23,11 +18,6 @@ def _policy(path: str | None):
         raise CliError("no shipped policy (agent/checkpoints/default.pt); train one with `mlir-rl-tui train` "
                        "and pass --policy")
     return pol
-
-
-def _gmean(xs: list[float | None]) -> float | None:
-    v = [x for x in xs if x and x > 0]
-    return math.exp(sum(math.log(x) for x in v) / len(v)) if v else None
 
 
 # ------------------------------------------------------------------------------------------------
@@ -107,55 +97,6 @@ def _add_train(p: argparse.ArgumentParser) -> Callable:
 
 
 # ------------------------------------------------------------------------------------------------
-def torch_eager_ms(prog, warmups: int = 10, runs: int = 11, threads: int | None = None) -> float | None:
-    """PyTorch eager time of the program when it is one op PyTorch has (paper protocol: 10 warm-ups,
-    median of 11); None otherwise."""
-    import torch
-    import torch.nn.functional as F
-
-    names = [o.name for o in prog.ops if o.name != "linalg.fill"]
-    if len(names) != 1:
-        return None
-    name, shapes = names[0], [a.shape for a in prog.args]
-    torch.set_num_threads(threads or os.cpu_count() or 1)
-    g = torch.Generator().manual_seed(0)
-    x = [torch.randn(*s, generator=g) for s in shapes]
-    strides = re.findall(r"strides = dense<(\d+)>", prog.text)
-    stride = int(strides[0]) if strides else 1
-    out_shape = prog.results[0].shape
-    if name == "linalg.matmul" and len(x) == 2:
-        def fn():
-            return torch.mm(x[0], x[1])
-    elif name == "linalg.add" and len(x) == 2:
-        def fn():
-            return torch.add(x[0], x[1])
-    elif name == "linalg.generic" and len(x) == 1 and "arith.maximumf" in prog.text and len(prog.ops) == 1:
-        def fn():
-            return torch.relu(x[0])
-    elif name == "linalg.conv_2d_nhwc_hwcf" and len(x) == 2:
-        inp, w = x[0].permute(0, 3, 1, 2).contiguous(), x[1].permute(3, 2, 0, 1).contiguous()
-
-        def fn():
-            return F.conv2d(inp, w, stride=stride)
-    elif name == "linalg.pooling_nhwc_max" and len(x) == 1:
-        inp = x[0].permute(0, 3, 1, 2).contiguous()
-        kh = (x[0].shape[1] - (out_shape[1] - 1) * stride)
-
-        def fn():
-            return F.max_pool2d(inp, kh, stride)
-    else:
-        return None
-    with torch.no_grad():
-        for _ in range(warmups):
-            fn()
-        times = []
-        for _ in range(runs):
-            t = time.perf_counter()
-            fn()
-            times.append((time.perf_counter() - t) * 1e3)
-    return statistics.median(times)
-
-
 def _add_evaluate(p: argparse.ArgumentParser) -> Callable:
     p.add_argument("--programs", nargs="+", required=True, help="folder, dataset manifest or .mlir files")
     p.add_argument("--split", default="eval", help="split of a dataset manifest (default eval)")
@@ -166,63 +107,34 @@ def _add_evaluate(p: argparse.ArgumentParser) -> Callable:
     p.add_argument("--no-search", action="store_true", help="skip hill climbing")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--png", help="also save the plot as a PNG here")
-    p.add_argument("--runs", type=int, default=5, help="timed runs per measurement (median)")
+    p.add_argument("--runs", type=int, default=None, help="at least this many timing rounds per measurement")
+    p.add_argument("--rounds", type=int, default=3,
+                   help="the final schedules of the policy and of the search are measured again this many times, "
+                        "interleaved (A B A B); the median is reported")
     p.add_argument("--no-cache", action="store_true",
-                   help="measure everything again (baselines, the policy, every hill-climbing candidate) without "
-                        "reading or writing the cache, e.g. to compare both on a quiet machine in one run")
+                   help="measure every search candidate again instead of taking it from the cache")
 
     def run(args: argparse.Namespace) -> int:
         from agent.data import program_paths
-        from agent.expert import search_best
-        from agent.suggest import set_inference_threads, to_measure
-        from engine import Session, load_file
+        from agent.evaluate import evaluate
+        from agent.suggest import set_inference_threads
 
         paths = program_paths(args.programs, args.split)
         pol = _policy(args.policy)
         set_inference_threads(1)  # the cores are for the kernels being timed
-        rows: list[dict] = []
-        with make_engine(args) as eng:
-            def one(path: str) -> dict:
-                prog = load_file(path)
-                sess = pol.schedule(Session(prog, openmp=eng.openmp))
-                # the final schedules of the policy and of the search are measured the same way: once, fresh
-                m = eng.measure(prog, to_measure(sess.schedule), use_cache=False)
-                row = {"program": path, "policy_schedule": m.schedule, "policy": m.speedup if m.ok else None,
-                       "policy_status": m.status, "baseline_ms": m.baseline_ms}
-                if not args.no_search:
-                    s, hm = search_best(eng, prog, args.budget, args.seed)
-                    # The search keeps the fastest of its `budget` noisy measurements, which overstates
-                    # its schedule (winner's curse); `hill` is that schedule measured again, once, like the
-                    # policy's; `hill_found` is the value the search saw.
-                    again = eng.measure(prog, s, use_cache=False) if str(s) else hm
-                    row.update(hill=again.speedup if again.ok else None, hill_schedule=str(s),
-                               hill_found=hm.speedup if hm.ok else None)
-                return row
 
-            n = len(paths)
-            with ThreadPoolExecutor(2) as ex:
-                for i, row in enumerate(ex.map(one, paths)):
-                    rows.append(row)
-                    if not args.json:
-                        sys.stderr.write(f"\r\033[K{i + 1}/{n} {os.path.basename(row['program'])}")
+        def progress(i: int, n: int, row: dict) -> None:
+            if not args.json:
+                sys.stderr.write(f"\r\033[K{i}/{n} {os.path.basename(row['program'])}")
+
+        with make_engine(args) as eng:
+            rows, summary = evaluate(eng, pol, paths, None if args.no_search else args.budget, args.seed,
+                                     args.rounds, not args.no_torch, progress)
         if not args.json:
             sys.stderr.write("\r\033[K")
-        threads = os.cpu_count() or 1
-        if not args.no_torch:
-            for row in rows:
-                t = torch_eager_ms(load_file(row["program"]), threads=threads)
-                row["torch_ms"] = t
-                row["torch"] = (row["baseline_ms"] / t) if (t and row["baseline_ms"]) else None
-        summary = {"policy": _gmean([r["policy"] for r in rows])}
-        if not args.no_search:
-            summary["hill"] = _gmean([r.get("hill") for r in rows])
-            summary["hill_found"] = _gmean([r.get("hill_found") for r in rows])
-            if summary["policy"] and summary["hill"]:
-                summary["policy_over_hill"] = summary["policy"] / summary["hill"]
-        if not args.no_torch:
-            summary["torch"] = _gmean([r.get("torch") for r in rows])
         out = {"programs": rows, "gmean": summary, "hill_budget": None if args.no_search else args.budget,
-               "policy": pol.path, "policy_ms": round(pol.ms_per_decision, 3), "threads": threads}
+               "policy": pol.path, "policy_ms": round(pol.ms_per_decision, 3),
+               "threads": len(os.sched_getaffinity(0)), "rounds": args.rounds}
         if args.png:
             _plot(rows, args.png)
         if args.json:
@@ -240,17 +152,24 @@ def _fmt(x) -> str:
 
 
 def _table(rows: list[dict], summary: dict, args) -> None:
-    print(f"{'program':40} {'policy':>9} {'hill@' + str(args.budget):>9} {'(found)':>9} {'torch':>9}  "
-          "policy schedule")
+    print(f"{'program':34} {'policy':>9} {'%peak':>5} {'hill@' + str(args.budget):>9} {'%peak':>5} {'(found)':>9} "
+          f"{'torch':>9}  policy schedule")
+
+    def pct(x) -> str:
+        return f"{100 * x:4.0f}%" if x else "    -"
+
     for r in rows:
-        print(f"{os.path.basename(r['program'])[:40]:40} {_fmt(r['policy'])} {_fmt(r.get('hill'))} "
-              f"{_fmt(r.get('hill_found'))} {_fmt(r.get('torch'))}  {r['policy_schedule'] or '(untransformed)'}")
-    print(f"{'geometric mean':40} {_fmt(summary['policy'])} {_fmt(summary.get('hill'))} "
+        print(f"{os.path.basename(r['program'])[:34]:34} {_fmt(r['policy'])} {pct(r.get('policy_peak'))} "
+              f"{_fmt(r.get('hill'))} {pct(r.get('hill_peak'))} {_fmt(r.get('hill_found'))} {_fmt(r.get('torch'))}  "
+              f"{r['policy_schedule'] or '(untransformed)'}")
+    print(f"{'geometric mean':34} {_fmt(summary['policy'])} {'':5} {_fmt(summary.get('hill'))} {'':5} "
           f"{_fmt(summary.get('hill_found'))} {_fmt(summary.get('torch'))}")
-    print("hill@N: the search's best schedule measured again once, like the policy's; (found): the fastest "
-          "of its N measurements during the search")
+    print(f"speedups over the untransformed program; policy and hill@N: their final schedules measured again "
+          f"{args.rounds} times, interleaved (median); (found): the fastest of the search's N measurements; %peak: "
+          "of the machine's roofline (FMA peak or bandwidth)")
     if summary.get("policy_over_hill"):
-        print(f"policy / hill climbing: {summary['policy_over_hill']:.2f}")
+        print(f"policy / hill climbing: {summary['policy_over_hill']:.2f}; programs below 0.95x with the policy: "
+              f"{summary['below_baseline']}")
 
 
 def _plot(rows: list[dict], png: str | None) -> None:

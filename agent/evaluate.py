@@ -1,0 +1,85 @@
+"""The evaluation protocol, in one place: the policy's one pass against hill climbing and PyTorch eager.
+
+Per program, one program at a time (nothing else competes for the cores):
+1. the policy schedules the program in one pass (no measurement during its decisions);
+2. hill climbing searches with `budget` measurements (its `found` figure is the fastest of those noisy
+   measurements, which overstates its schedule: the winner's curse);
+3. the two final schedules are measured again, fresh, interleaved A B A B for `rounds` rounds; each
+   figure is the median over rounds of the paired speedup (schedule vs baseline in the same moment);
+4. PyTorch eager on the same shapes and layout in a fresh process (agent.torch_reference), when the
+   program is one op PyTorch has.
+Each row also has the fraction of the machine's roofline both schedules reach.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import statistics
+from collections.abc import Callable
+
+from engine import Engine, Session, load_file
+
+
+def gmean(xs: list[float | None]) -> float | None:
+    v = [x for x in xs if x and x > 0]
+    return math.exp(sum(math.log(x) for x in v) / len(v)) if v else None
+
+
+def evaluate_program(eng: Engine, policy, path: str, budget: int | None, seed: int = 0, rounds: int = 3,
+                     torch: bool = True) -> dict:
+    """One row of the evaluation table (see the module docstring); `budget=None` skips the search."""
+    from agent.suggest import to_measure
+    from engine.search import search
+
+    prog = load_file(path)
+    sess = policy.schedule(Session(prog, openmp=eng.openmp))
+    schedules = {"policy": to_measure(sess.schedule)}
+    row: dict = {"program": path, "policy_schedule": str(schedules["policy"])}
+    if budget:
+        r = search(eng, prog, "hill", budget, seed=seed)
+        schedules["hill"] = r.schedule
+        row.update(hill_schedule=str(r.schedule), hill_found=r.best.speedup if r.best.ok else None)
+    measured: dict[str, list] = {k: [] for k in schedules}
+    for _ in range(rounds):
+        for k, s in schedules.items():
+            measured[k].append(eng.measure(prog, s, use_cache=False))
+    for k, ms in measured.items():
+        ok = [m for m in ms if m.ok and m.speedup]
+        row[k] = statistics.median(m.speedup for m in ok) if len(ok) == len(ms) else None
+        row[f"{k}_status"] = "ok" if row[k] else next(m for m in ms if not m.ok).status
+        row[f"{k}_peak"] = statistics.median(m.peak_fraction or 0 for m in ok) if ok else None
+        row[f"{k}_spread"] = [min(m.speedup for m in ok), max(m.speedup for m in ok)] if ok else None
+    base = [m.baseline_ms for ms in measured.values() for m in ms if m.baseline_ms]
+    row["baseline_ms"] = statistics.median(base) if base else None
+    if torch:
+        from agent.torch_reference import run_in_subprocess
+
+        t = run_in_subprocess(path, len(os.sched_getaffinity(0)))
+        row["torch_ms"] = t["time_ms"] if t else None
+        row["torch"] = row["baseline_ms"] / t["time_ms"] if t and row["baseline_ms"] else None
+    return row
+
+
+def summarize(rows: list[dict]) -> dict:
+    out = {"policy": gmean([r["policy"] for r in rows])}
+    if any("hill" in r for r in rows):
+        out["hill"] = gmean([r.get("hill") for r in rows])
+        out["hill_found"] = gmean([r.get("hill_found") for r in rows])
+        if out["policy"] and out["hill"]:
+            out["policy_over_hill"] = out["policy"] / out["hill"]
+    if any(r.get("torch") for r in rows):
+        out["torch"] = gmean([r.get("torch") for r in rows])
+    out["below_baseline"] = sum(1 for r in rows if r["policy"] is not None and r["policy"] < 0.95)
+    return out
+
+
+def evaluate(eng: Engine, policy, paths: list[str], budget: int | None, seed: int = 0, rounds: int = 3,
+             torch: bool = True, on_row: Callable[[int, int, dict], None] | None = None) -> tuple[list[dict], dict]:
+    """Every program in turn (never two at once: their timings would share the cores)."""
+    rows = []
+    for i, path in enumerate(paths):
+        rows.append(evaluate_program(eng, policy, path, budget, seed, rounds, torch))
+        if on_row is not None:
+            on_row(i + 1, len(paths), rows[-1])
+    return rows, summarize(rows)
