@@ -2,8 +2,8 @@
 
 Each tuned op has a recipe: a first tiling (T, TP or TF) with one size per loop, an optional second
 tiling T, and V (when allowed) or NT at the end. The seed paper starts at tile size 32 on every loop; we
-start at a register-tiled point (`start`: an outer tiling of 32 on the parallel loops, a register tile
-of 8 x 32, V), which the peak-code V needs (reference/codegen-spike). A neighbour moves one loop's size
+climb from the fastest of three starting points (`starts`), one of them register-tiled as the peak-code V
+needs (reference/codegen-spike). A neighbour moves one loop's size
 one step along `Limits.tile_sizes` (the seed paper steps by 8 through 8..128; our candidates are powers
 of two, so a step is one candidate), switches the first tiling's kind, or toggles V/NT. Neighbours are
 tried in a seeded random order and the first that beats the current point beyond the measurement noise
@@ -58,31 +58,42 @@ def build(ev: Evaluator, recipes: dict[str, Recipe]) -> Schedule:
     return sess.schedule
 
 
-def start(ev: Evaluator, allowed: dict[str, list[str]] | None = None) -> dict[str, Recipe]:
-    """A register-tiled starting point (the seed paper starts at 32 on every loop): an outer tiling of 32
-    on the parallel loops, in parallel (TP) when the op allows it, then a register tile of 8 x 32 on the two
-    innermost parallel loops with 1 on every other loop (accumulators in registers, reductions as a scalar
-    loop of outer products: the codegen spike's best shape), then V."""
+def starts(ev: Evaluator, allowed: dict[str, list[str]] | None = None) -> list[dict[str, Recipe]]:
+    """Starting points; the climb begins at the fastest (the seed paper starts at 32 on every loop):
+
+    - register tiles: an outer tiling of 32 on the parallel loops, in parallel (TP) where the op allows it,
+      then a register tile of 8 x 32 on the two innermost parallel loops and 1 on every other loop
+      (accumulators in registers, reductions as a scalar loop of outer products: the codegen spike's
+      shape for contractions);
+    - streams: outer tiles of 1 on the parallel loops but a vector's worth (64) on the innermost, in
+      parallel, then vectors of 8 (memory-bound elementwise ops: many small tiles spread over the cores);
+    - the seed paper's point: T(32, .., 32) V."""
     ts = ev.engine.limits.tile_sizes
 
     def idx(size: int) -> int:
         return ts.index(size) if size in ts else max(i for i, t in enumerate(ts) if t <= size)
 
     sess = ev.session()
-    out = {}
+    points: list[dict[str, Recipe]] = [{}, {}, {}]
     for st in sess.states.values():
         if not tunable(st):
             continue
-        par = [p for p in range(st.n_loops) if st.op.loops[st.loop_at(p)].iterator == "parallel"]
-        outer = tuple(idx(START_SIZE) if p in par else 0 for p in range(st.n_loops))
-        inner = [idx(1)] * st.n_loops
+        n = st.n_loops
+        par = [p for p in range(n) if st.op.loops[st.loop_at(p)].iterator == "parallel"]
+        kind = "TP" if allowed is None or "TP" in allowed.get(st.op.id, []) else "T"
+        outer = tuple(idx(START_SIZE) if p in par else 0 for p in range(n))
+        inner = [idx(1)] * n
         if par:
             inner[par[-1]] = idx(START_SIZE)
         if len(par) > 1:
             inner[par[-2]] = idx(8)
-        kind = "TP" if allowed is None or "TP" in allowed.get(st.op.id, []) else "T"
-        out[st.op.id] = Recipe(kind, outer, tuple(inner))
-    return out
+        points[0][st.op.id] = Recipe(kind, outer, tuple(inner))
+        stream_outer = tuple((idx(64) if p == par[-1] else idx(1)) if p in par else 0 for p in range(n)) if par \
+            else outer
+        stream_inner = tuple(idx(8) if par and p == par[-1] else idx(1) for p in range(n))
+        points[1][st.op.id] = Recipe(kind, stream_outer, stream_inner)
+        points[2][st.op.id] = Recipe("T", (idx(START_SIZE),) * n, (0,) * n)
+    return points
 
 
 def kinds(ev: Evaluator, op_id: str) -> list[str]:
@@ -114,11 +125,15 @@ def neighbours(ev: Evaluator, point: dict[str, Recipe], allowed: dict[str, list[
 
 
 def hill_climb(ev: Evaluator, rng: np.random.Generator) -> None:
-    allowed = {op_id: kinds(ev, op_id) for op_id in start(ev)}
-    point = start(ev, allowed)
-    if not point:
+    points = starts(ev)
+    if not points[0]:
         return
-    value = ev.measure(build(ev, point))
+    allowed = {op_id: kinds(ev, op_id) for op_id in points[0]}
+    point, value = None, None
+    for p in starts(ev, allowed):
+        v = ev.measure(build(ev, p))
+        if point is None or ev.better(v, value):
+            point, value = p, v
     best_point, best_value = point, value
     for _ in range(MAX_RESTARTS):
         improved = True
