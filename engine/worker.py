@@ -179,6 +179,14 @@ def handle(req: dict, out, baselines: _Baselines) -> dict:
 
     copies = PLACEMENTS if sum(s.nbytes for s in specs) <= PLACEMENT_BYTES else 1
 
+    if req.get("mode") == "object":  # engine.native: the compiled object code, for a shared library
+        try:
+            compiled, _ = build(req["program"], script, req["parallel"], req["func"], specs, res_spec, stages)
+            compiled.engine.dump_to_object_file(req["object_path"])
+        except StageError as e:
+            return result("transform-error" if e.stage == "transform" else "compile-error", error=str(e))
+        return result("ok")
+
     def first_run(compiled) -> tuple[float, np.ndarray]:
         compiled.bind(random_inputs(specs, req["seed"]), copies)
         t0 = time.perf_counter()

@@ -171,6 +171,7 @@ EXTENSIONS = {
     "optimize": ("mlir_rl_tui.cli_agent", "the policy's schedule in one pass, measured"),
     "train": ("mlir_rl_tui.cli_agent", "train the policy (behaviour cloning, then PPO)"),
     "evaluate": ("mlir_rl_tui.cli_agent", "policy vs hill climbing vs PyTorch eager on a set of programs"),
+    "build": ("mlir_rl_tui.cli_build", "a scheduled program as a shared library (C interface, callable from Python)"),
 }
 
 

@@ -1,0 +1,77 @@
+"""A scheduled program as a shared library a user can call: `mlir-rl-tui build FILE --schedule S -o K.so`.
+
+The worker transforms, lowers and JIT-compiles the program exactly as for a measurement (same script,
+same pipeline, O3, host CPU) and writes the object code (`ExecutionEngine.dump_to_object_file`); the
+system C compiler links it into a shared library with the runtime it needs (the OpenMP runtime the engine
+uses for TP/TF, MLIR's C runner utils), found the same way the engine finds them and recorded as rpaths.
+A JSON file beside the library (`K.so.json`) describes the entry point: the C-interface symbol, argument
+and result shapes and element types, the schedule and the program's sha256. `mlir_rl_tui.runtime.load`
+reads both and returns a Python callable.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+
+from engine.compile import mlir_lib_dir, parallel_runtime
+from engine.errors import EngineError
+from engine.measure import Engine
+from engine.pool import Cancelled, WorkerDied, WorkerTimeout
+from engine.program import Program
+from engine.schedule import Schedule, to_text
+from engine.state import replay
+from engine.transforms import script, uses_parallel
+
+
+def c_compiler() -> str:
+    for cc in (os.environ.get("CC"), "cc", "gcc", "clang"):
+        if cc and shutil.which(cc):
+            return shutil.which(cc)
+    raise EngineError("building a shared library needs a C compiler to link it (cc, gcc or clang on PATH, or $CC)")
+
+
+def build_library(engine: Engine, program: Program, schedule: Schedule, out: str) -> dict:
+    """Compile `schedule` of `program` into the shared library `out` (+ `out.json`); returns the description."""
+    replay(program, schedule, engine.limits, engine.openmp)  # one-line ScheduleError before any work
+    text = to_text(schedule)
+    parallel = bool(text) and uses_parallel(schedule) and engine.openmp
+    cc = c_compiler()
+    with tempfile.TemporaryDirectory(prefix="mlir-rl-build-") as tmp:
+        obj = os.path.join(tmp, "kernel.o")
+        req = engine._request(program, script(program, schedule, engine.limits) if text else None, parallel,
+                              mode="object", object_path=obj)
+        try:
+            res = engine.pool.run(req, compile_timeout=engine.config.compile_timeout_s)
+        except (WorkerDied, WorkerTimeout, Cancelled) as e:
+            raise EngineError(f"compiling the schedule failed: {e or type(e).__name__}") from None
+        if res["status"] != "ok":
+            raise EngineError(f"{res['status']}: {res.get('error', '')}")
+        libs = [os.path.join(mlir_lib_dir(), "libmlir_c_runner_utils.so")]
+        runtime = "serial"
+        if parallel:
+            kind, lib = parallel_runtime()
+            libs.append(lib)
+            runtime = kind
+        cmd = [cc, "-shared", "-o", out, obj]
+        for lib in libs:
+            cmd += [lib, f"-Wl,-rpath,{os.path.dirname(os.path.abspath(lib))}"]
+        try:
+            link = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+        except (OSError, subprocess.TimeoutExpired) as e:
+            raise EngineError(f"linking {out} failed: {e}") from None
+        if link.returncode != 0:
+            first = (link.stderr.strip().splitlines() or ["?"])[0]
+            raise EngineError(f"linking {out} failed: {first}")
+    desc = {
+        "format": "mlir-rl-tui kernel 1", "symbol": f"_mlir_ciface_{program.func_name}",
+        "func": program.func_name, "args": [[list(a.shape), a.dtype] for a in program.args],
+        "result": [list(program.results[0].shape), program.results[0].dtype], "schedule": text,
+        "program_sha256": program.sha256, "runtime": runtime, "libraries": libs,
+    }
+    with open(out + ".json", "w") as f:
+        json.dump(desc, f, indent=1)
+    return desc

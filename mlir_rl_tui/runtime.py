@@ -1,0 +1,123 @@
+"""Call a kernel built by `mlir-rl-tui build` from Python.
+
+```python
+from mlir_rl_tui import runtime
+kernel = runtime.load("matmul.so")        # reads matmul.so.json beside it
+c = kernel(a, b)                          # numpy arrays in, a numpy array out (torch tensors in: a tensor out)
+```
+
+The result is the buffer the kernel allocated, handed to numpy without a copy and freed with it. OpenMP
+threads (kernels with TP/TF) are pinned one per core, as the engine pins them when it times a kernel,
+unless the caller already set `KMP_AFFINITY`; `OMP_NUM_THREADS` chooses their number.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import weakref
+
+import numpy as np
+
+_DTYPES = {"f32": np.float32, "f64": np.float64, "f16": np.float16, "i64": np.int64, "i32": np.int32,
+           "i16": np.int16, "i8": np.int8, "i1": np.bool_}
+_libc = ctypes.CDLL(None)
+_libc.free.argtypes = [ctypes.c_void_p]
+
+
+class KernelError(ValueError):
+    """A kernel file that cannot be used, or arguments that do not match it (one line)."""
+
+
+class Kernel:
+    """A loaded kernel: call it with the arguments of the program's entry function."""
+
+    def __init__(self, path: str) -> None:
+        from mlir import runtime as rt
+
+        meta_path = path + ".json"
+        try:
+            with open(meta_path) as f:
+                meta = json.load(f)
+        except OSError as e:
+            raise KernelError(f"{meta_path}: cannot read the kernel's description ({e.strerror}); build it with "
+                              "`mlir-rl-tui build`") from None
+        except ValueError:
+            raise KernelError(f"{meta_path}: not a kernel description (invalid JSON)") from None
+        if meta.get("format") != "mlir-rl-tui kernel 1":
+            raise KernelError(f"{meta_path}: not a kernel description of this version of mlir-rl-tui")
+        if meta.get("runtime") == "openmp":
+            os.environ.setdefault("KMP_AFFINITY", "granularity=fine,compact")
+        try:
+            self.lib = ctypes.CDLL(os.path.abspath(path))
+            self.fn = getattr(self.lib, meta["symbol"])
+        except (OSError, AttributeError) as e:
+            raise KernelError(f"{path}: cannot load the kernel ({e})") from None
+        self.rt = rt
+        self.meta = meta
+        self.args = [(tuple(s), _DTYPES[d]) for s, d in meta["args"]]
+        self.result_shape, self.result_dtype = tuple(meta["result"][0]), _DTYPES[meta["result"][1]]
+        self.fn.restype = None
+        self.fn.argtypes = [ctypes.c_void_p] * (1 + len(self.args))
+        # descriptor types built once: a call only fills them (the bindings' helpers cost ~20 us a call)
+        self._res_type = rt.make_nd_memref_descriptor(len(self.result_shape),
+                                                      np.ctypeslib.as_ctypes_type(self.result_dtype))
+        self._arg_types = [rt.make_nd_memref_descriptor(len(shape), np.ctypeslib.as_ctypes_type(dt))
+                           for shape, dt in self.args]
+
+    @property
+    def schedule(self) -> str:
+        return self.meta.get("schedule", "")
+
+    def __call__(self, *arrays):
+        torch_in = any(type(a).__module__.startswith("torch") for a in arrays)
+        if len(arrays) != len(self.args):
+            raise KernelError(f"the kernel takes {len(self.args)} arguments, not {len(arrays)}")
+        xs = []
+        for i, (a, (shape, dtype)) in enumerate(zip(arrays, self.args)):
+            if type(a).__module__.startswith("torch"):
+                a = a.detach().cpu().numpy()
+            a = np.ascontiguousarray(a, dtype=dtype)
+            if a.shape != shape:
+                raise KernelError(f"argument {i} has shape {a.shape}, the kernel expects {shape}")
+            xs.append(a)
+        res = self._res_type()
+        descs = [_descriptor(t, a) for t, a in zip(self._arg_types, xs)]
+        self.fn(ctypes.byref(res), *[ctypes.byref(d) for d in descs])
+        out = self._wrap(res, xs)
+        if torch_in:
+            import torch
+
+            return torch.from_numpy(out)
+        return out
+
+    def _wrap(self, res, inputs: list[np.ndarray]) -> np.ndarray:
+        """The result buffer as a numpy array that frees it when it goes away (no copy)."""
+        n = int(np.prod(self.result_shape, dtype=np.int64)) if self.result_shape else 1
+        ptr = ctypes.cast(res.aligned, ctypes.c_void_p).value
+        allocated = res.allocated
+        if any(allocated == a.ctypes.data for a in inputs):  # the kernel wrote into an argument
+            return np.ctypeslib.as_array((ctypes.c_byte * (n * np.dtype(self.result_dtype).itemsize)).from_address(ptr)) \
+                .view(self.result_dtype).reshape(self.result_shape).copy()
+        buf = (ctypes.c_byte * (n * np.dtype(self.result_dtype).itemsize)).from_address(ptr)
+        out = np.frombuffer(buf, dtype=self.result_dtype, count=n).reshape(self.result_shape)
+        weakref.finalize(buf, _libc.free, allocated)
+        return out
+
+
+def _descriptor(cls, a: np.ndarray):
+    """A ranked memref descriptor (allocated, aligned, offset, sizes, strides) over numpy memory."""
+    d = cls()
+    d.allocated = a.ctypes.data
+    d.aligned = ctypes.cast(a.ctypes.data, type(d.aligned))
+    d.offset = 0
+    if a.ndim:
+        d.shape[:] = a.shape
+        d.strides[:] = [s // a.itemsize for s in a.strides]
+    return d
+
+
+def load(path: str) -> Kernel:
+    """The kernel in `path` (a shared library from `mlir-rl-tui build`, with its `.json` beside it)."""
+    return Kernel(path)
