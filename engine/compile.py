@@ -19,8 +19,8 @@ BUFFERIZE = ("canonicalize,cse,one-shot-bufferize{bufferize-function-boundaries 
 SERIAL = (
     "func.func(convert-linalg-to-loops),scf-forall-to-for,"
     "func.func(lower-vector-mask,lower-vector-multi-reduction),func.func(convert-vector-to-scf{full-unroll=true}),"
-    "lower-affine,convert-scf-to-cf,expand-strided-metadata,lower-affine,convert-vector-to-llvm,convert-ub-to-llvm,"
-    "finalize-memref-to-llvm,convert-math-to-llvm,convert-math-to-libm,convert-arith-to-llvm,convert-index-to-llvm,convert-cf-to-llvm,"
+    "lower-affine,convert-scf-to-cf,expand-strided-metadata,lower-affine,convert-math-to-llvm,convert-math-to-libm,convert-vector-to-llvm,convert-ub-to-llvm,"
+    "finalize-memref-to-llvm,convert-math-to-llvm,convert-arith-to-llvm,convert-index-to-llvm,convert-cf-to-llvm,"
     "convert-func-to-llvm,reconcile-unrealized-casts"
 )
 # finalize-memref-to-llvm must come before convert-scf-to-cf (scf-to-openmp makes alloca_scope regions)
@@ -28,7 +28,7 @@ OPENMP = (
     "func.func(convert-linalg-to-loops),scf-forall-to-parallel,convert-scf-to-openmp{num-threads=0},"
     "func.func(lower-vector-mask,lower-vector-multi-reduction),func.func(convert-vector-to-scf{full-unroll=true}),"
     "lower-affine,expand-strided-metadata,lower-affine,finalize-memref-to-llvm,convert-scf-to-cf,"
-    "convert-vector-to-llvm,convert-ub-to-llvm,convert-math-to-llvm,convert-math-to-libm,convert-arith-to-llvm,convert-index-to-llvm,"
+    "convert-math-to-llvm,convert-math-to-libm,convert-vector-to-llvm,convert-ub-to-llvm,convert-math-to-llvm,convert-arith-to-llvm,convert-index-to-llvm,"
     "convert-cf-to-llvm,convert-openmp-to-llvm,convert-func-to-llvm,reconcile-unrealized-casts"
 )
 
@@ -38,8 +38,9 @@ ASYNC = (
     "func.func(convert-linalg-to-loops),scf-forall-to-parallel,async-parallel-for{num-workers=-1},"
     "async-to-async-runtime,async-runtime-ref-counting,async-runtime-ref-counting-opt,"
     "func.func(lower-vector-mask,lower-vector-multi-reduction),func.func(convert-vector-to-scf{full-unroll=true}),"
-    "lower-affine,convert-scf-to-cf,expand-strided-metadata,lower-affine,convert-async-to-llvm,convert-vector-to-llvm,"
-    "convert-ub-to-llvm,finalize-memref-to-llvm,convert-math-to-llvm,convert-math-to-libm,convert-arith-to-llvm,"
+    "lower-affine,convert-scf-to-cf,expand-strided-metadata,lower-affine,convert-async-to-llvm,convert-math-to-libm,"
+    "convert-vector-to-llvm,"
+    "convert-ub-to-llvm,finalize-memref-to-llvm,convert-math-to-llvm,convert-arith-to-llvm,"
     "convert-index-to-llvm,convert-cf-to-llvm,convert-func-to-llvm,reconcile-unrealized-casts"
 )
 

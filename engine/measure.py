@@ -247,7 +247,7 @@ class Engine:
             "result": [list(program.results[0].shape), program.results[0].dtype], "timing": c.timing(),
             "exclusive": c.exclusive, "seed": c.seed, "rtol": c.rtol, "atol_scale": c.atol_scale,
             "timeout_factor": c.timeout_factor, "lock": self._lockfile,
-            "cpu_lock": self._cpu_lockfile, **kw,
+            "cpu_lock": self._cpu_lockfile, "torch_reference": torch_reference(program), **kw,
         }
 
     def _run(self, program: Program, text: str, body: str | None, base: Measurement | None,
@@ -277,6 +277,13 @@ class Engine:
                            baseline_ms=res.get("paired_baseline_ms"), baseline_ci_ms=res.get("paired_baseline_ci_ms"),
                            speedup_ci=res.get("speedup_rel_ci"), runs=res.get("runs", 0), times_ms=res.get("times_ms", []),
                            stages_ms=res.get("stages_ms", {}))
+
+
+def torch_reference(program: Program) -> str | None:
+    """PyTorch's output saved beside a program imported with `mlir-rl-tui import` (FILE.torch.npz)."""
+    if program.path and os.path.exists(program.path + ".torch.npz"):
+        return os.path.abspath(program.path + ".torch.npz")
+    return None
 
 
 def widen(m: Measurement, rel: float) -> None:

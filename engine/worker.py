@@ -208,6 +208,9 @@ def handle(req: dict, out, baselines: _Baselines) -> dict:
             except StageError as e:
                 return result("compile-error", error=f"baseline: {e}")
             first, output = first_run(compiled)
+            err = _against_torch(req, output)
+            if err:
+                return result("wrong-result", error=f"baseline: {err}")
             base = _Baseline(compiled, output, first * 1e3)
             baselines.put(key, base)
         phase("transform" if script else "compile")
@@ -222,6 +225,9 @@ def handle(req: dict, out, baselines: _Baselines) -> dict:
             first, output = first_run(compiled)
         extra = {"transformed_ir": ir_text} if ir_text is not None else {}
         if base is None:  # this is the baseline itself
+            err = _against_torch(req, output)
+            if err:
+                return result("wrong-result", error=err, **extra)
             base = _Baseline(compiled, output, first * 1e3)
             baselines.put(key, base)
         ok, err = _compare(output, base.output, req["rtol"], req["atol_scale"])
@@ -260,6 +266,21 @@ def handle(req: dict, out, baselines: _Baselines) -> dict:
         rlo, rhi = timed.speedup_rel_ci()
         res.update(paired_baseline_ms=b, paired_baseline_ci_ms=[blo, bhi], speedup_rel_ci=[rlo, rhi])
     return result("ok", **res, **extra)
+
+
+def _against_torch(req: dict, output: np.ndarray) -> str:
+    """For a program imported from PyTorch (`mlir-rl-tui import`): the untransformed program's output
+    against PyTorch's on the same inputs; "" when they agree or there is no reference."""
+    path = req.get("torch_reference")
+    if not path:
+        return ""
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            ref = z["output"]
+    except (OSError, KeyError, ValueError) as e:
+        return f"cannot read PyTorch's reference {path}: {e}"
+    ok, err = _compare(output, ref, req["rtol"], req["atol_scale"])
+    return "" if ok else "the program differs from PyTorch's result: " + err.replace("the baseline", "PyTorch")
 
 
 def _compare(out: np.ndarray, ref: np.ndarray, rtol: float, atol_scale: float) -> tuple[bool, str]:

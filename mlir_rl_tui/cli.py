@@ -172,6 +172,7 @@ EXTENSIONS = {
     "train": ("mlir_rl_tui.cli_agent", "train the policy (behaviour cloning, then PPO)"),
     "evaluate": ("mlir_rl_tui.cli_agent", "policy vs hill climbing vs PyTorch eager on a set of programs"),
     "build": ("mlir_rl_tui.cli_build", "a scheduled program as a shared library (C interface, callable from Python)"),
+    "import": ("mlir_rl_tui.cli_import", "a PyTorch module (FILE.py:NAME) as a linalg program, via torch-mlir"),
 }
 
 

@@ -1,0 +1,135 @@
+"""Import a PyTorch module as a linalg-on-tensors program: `mlir-rl-tui import FILE.py:NAME --input SHAPE`.
+
+`torch.export` and torch-mlir's FX importer (`torch_mlir.fx.export_and_import`, output type
+LINALG_ON_TENSORS) write a module the engine loads, weights included (`dense_resource`). NAME is an
+`nn.Module` class (built with no arguments) or a factory function returning a module; the module is put in
+eval mode. This RUNS the given Python file: only import files you trust (README, security note).
+
+Beside OUT.mlir the importer writes OUT.mlir.torch.npz: PyTorch's output on the engine's own seeded inputs
+(`engine.compile.random_inputs`), so the untransformed program (and through it every schedule the engine
+validates) can be checked against PyTorch, not only against itself (`check_against_torch`).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import sys
+import warnings
+
+import numpy as np
+
+from engine.errors import EngineError
+
+_DTYPES = {"f32": "float32", "f64": "float64", "f16": "float16", "i64": "int64", "i32": "int32"}
+
+
+def parse_input(text: str) -> tuple[tuple[int, ...], str]:
+    """`1x3x224x224` or `1x3x224x224:f32` -> (shape, dtype)."""
+    m = re.fullmatch(r"\s*(\d+(?:x\d+)*)\s*(?::\s*(\w+))?\s*", text)
+    if not m:
+        raise EngineError(f"--input {text!r}: expected a shape like 1x3x224x224 or 1x3x224x224:f32")
+    dtype = m.group(2) or "f32"
+    if dtype not in _DTYPES:
+        raise EngineError(f"--input {text!r}: element type {dtype} is not one of {', '.join(_DTYPES)}")
+    return tuple(int(d) for d in m.group(1).split("x")), dtype
+
+
+def load_module(spec: str):
+    """FILE.py:NAME -> an nn.Module in eval mode (runs FILE.py)."""
+    import torch
+
+    path, _, name = spec.rpartition(":")
+    if not path or not name:
+        raise EngineError(f"{spec}: expected FILE.py:NAME (a module class or a factory in FILE.py)")
+    if not os.path.isfile(path):
+        raise EngineError(f"{path}: no such file")
+    modname = f"_mlir_rl_import_{abs(hash(os.path.abspath(path)))}"
+    loader_spec = importlib.util.spec_from_file_location(modname, path)
+    if loader_spec is None or loader_spec.loader is None:
+        raise EngineError(f"{path}: not a Python file")
+    mod = importlib.util.module_from_spec(loader_spec)
+    sys.modules[modname] = mod
+    try:
+        loader_spec.loader.exec_module(mod)
+    except Exception as e:  # noqa: BLE001 - the user's code: report it in one line
+        raise EngineError(f"{path}: running it failed: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}") \
+            from None
+    obj = getattr(mod, name, None)
+    if obj is None:
+        raise EngineError(f"{path} has no {name!r}")
+    try:
+        model = obj()
+    except Exception as e:  # noqa: BLE001
+        raise EngineError(f"{spec}: building it failed: {type(e).__name__}: {e}") from None
+    if not isinstance(model, torch.nn.Module):
+        raise EngineError(f"{spec} is not an nn.Module (nor a function returning one)")
+    return model.eval()
+
+
+def import_module(spec: str, inputs: list[str], out: str, seed: int = 0) -> dict:
+    """Export `spec` on inputs of the given shapes to `out` (.mlir) and the PyTorch reference beside it."""
+    import torch
+
+    try:
+        from torch_mlir import fx
+        from torch_mlir.compiler_utils import OutputType
+    except ImportError:
+        raise EngineError("importing from PyTorch needs torch-mlir: pip install 'mlir-rl-tui[import]' "
+                          "(or: pip install torch-mlir==20261001)") from None
+    from engine.compile import random_inputs
+    from engine.program import TensorSpec
+
+    shapes = [parse_input(t) for t in inputs]
+    if not shapes:
+        raise EngineError("give the shape of each input with --input SHAPE[:DTYPE]")
+    model = load_module(spec)
+    warnings.filterwarnings("ignore", category=FutureWarning)  # torch.export's own deprecation notices
+    arrays = random_inputs([TensorSpec(s, d) for s, d in shapes], seed)
+    xs = [torch.from_numpy(np.ascontiguousarray(a)) for a in arrays]
+    with torch.no_grad():
+        try:
+            ref = model(*xs)
+        except Exception as e:  # noqa: BLE001
+            raise EngineError(f"{spec}: running it on the inputs failed: {type(e).__name__}: "
+                              f"{str(e).splitlines()[0] if str(e) else ''}") from None
+        try:
+            module = fx.export_and_import(model, *xs, output_type=OutputType.LINALG_ON_TENSORS, func_name="forward")
+        except Exception as e:  # noqa: BLE001 - torch.export / torch-mlir name the op they cannot handle
+            raise EngineError(f"{spec}: torch-mlir cannot import it: {_first_line(e)}") from None
+    if not isinstance(ref, torch.Tensor):
+        raise EngineError(f"{spec}: the module returns {type(ref).__name__}; exactly one tensor is supported")
+    text = str(module)
+    try:
+        with open(out, "w") as f:
+            f.write(text)
+        np.savez(out + ".torch.npz", output=ref.numpy(), seed=np.array(seed))
+    except OSError as e:
+        raise EngineError(f"cannot write {out}: {e.strerror}") from None
+    return {"output": out, "inputs": [list(s) for s, _ in shapes], "result": list(ref.shape),
+            "reference": out + ".torch.npz", "chars": len(text)}
+
+
+def _first_line(e: BaseException) -> str:
+    lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
+    for ln in lines:  # torch-mlir's diagnostics name the op: prefer the line that does
+        if "failed to legalize" in ln or "unsupported" in ln.lower() or "error:" in ln:
+            return ln[:300]
+    return (lines[0] if lines else type(e).__name__)[:300]
+
+
+def check_against_torch(path: str, output: np.ndarray, rtol: float = 1e-3, atol_scale: float = 1e-4) -> str | None:
+    """Compare a program's output (on seeded inputs) with the PyTorch reference saved at import; an error
+    line, or None when they agree (or when there is no reference)."""
+    ref_path = path + ".torch.npz"
+    if not os.path.exists(ref_path):
+        return None
+    with np.load(ref_path, allow_pickle=False) as z:
+        ref = z["output"]
+    if ref.shape != output.shape:
+        return f"PyTorch's result has shape {ref.shape}, the program's {output.shape}"
+    atol = atol_scale * max(1.0, float(np.abs(ref).max()))
+    if not np.allclose(output, ref, rtol=rtol, atol=atol):
+        return f"differs from PyTorch's result (max abs error {float(np.abs(output - ref).max()):.3g})"
+    return None

@@ -1,0 +1,51 @@
+"""`mlir-rl-tui import`: PyTorch modules a user wrote become programs that load, validate against PyTorch's
+own outputs and get faster with a search."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from conftest import ROOT
+
+pytest.importorskip("torch_mlir", reason="torch-mlir is the [import] extra; scripts/setup installs it")
+MODELS = ROOT / "tests" / "data" / "import_models.py"
+
+
+def cli(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "mlir_rl_tui", *args], capture_output=True, text=True,
+                          timeout=timeout)
+
+
+@pytest.mark.parametrize("name,shape", [("TransformerMLP", "32x64"), ("BasicBlock", "1x16x16x16")])
+def test_import_validates_against_pytorch_and_search_improves_it(name, shape, tmp_path, cache_dir):
+    out = tmp_path / f"{name}.mlir"
+    r = cli("import", f"{MODELS}:{name}", "--input", shape, "-o", str(out), "--json")
+    assert r.returncode == 0, r.stderr
+    info = json.loads(r.stdout)
+    assert info["ops"] > 5 and (tmp_path / f"{name}.mlir.torch.npz").exists()
+    base = json.loads(cli("apply", str(out), "--schedule", "", "--json").stdout)
+    assert base["status"] == "ok" and base["validated"]  # the worker compared it with PyTorch's output
+    found = json.loads(cli("search", str(out), "--method", "hill", "--budget", "30", "--json").stdout)
+    assert found["status"] == "ok" and found["speedup"] > 1.1, found
+
+
+def test_a_program_that_differs_from_pytorch_is_wrong_result(tmp_path, cache_dir):
+    out = tmp_path / "mlp.mlir"
+    assert cli("import", f"{MODELS}:TransformerMLP", "--input", "32x64", "-o", str(out)).returncode == 0
+    ref = np.load(str(out) + ".torch.npz")["output"]
+    np.savez(str(out) + ".torch.npz", output=ref + 1.0, seed=np.array(0))
+    m = json.loads(cli("apply", str(out), "--schedule", "", "--json").stdout)
+    assert m["status"] == "wrong-result" and "PyTorch" in m["error"]
+
+
+def test_import_errors_are_one_line(tmp_path):
+    for args, what in [((f"{MODELS}:Nope", "--input", "2x2"), "has no 'Nope'"),
+                       ((f"{MODELS}:BasicBlock", "--input", "1x3x16x16"), "running it on the inputs failed"),
+                       ((f"{MODELS}:BasicBlock", "--input", "1x16xx16"), "expected a shape"),
+                       ((f"{tmp_path}/missing.py:M", "--input", "2"), "no such file")]:
+        r = cli("import", *args, "-o", str(tmp_path / "x.mlir"), timeout=120)
+        assert r.returncode == 2 and what in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
