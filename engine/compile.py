@@ -261,8 +261,9 @@ def build(text: str, script_text: str | None, parallel: bool, func: str, arg_spe
 
 
 
-def _parse_and_transform(text: str, script_text: str | None, stages: Stages):
-    """Parse the payload, tag its ops, apply the script (inside an active MLIR context)."""
+def _parse_and_transform(text: str, script_text: str | None, stages: Stages, before=None):
+    """Parse the payload, tag its ops, apply the script (inside an active MLIR context). `before(module)`
+    runs between tagging and the script (engine.profile inserts its markers there)."""
     from mlir import ir
     from mlir.dialects.transform import interpreter
 
@@ -271,6 +272,8 @@ def _parse_and_transform(text: str, script_text: str | None, stages: Stages):
     with stages.time("parse"):
         module = ir.Module.parse(text)
         tag_ops(module)
+        if before is not None:
+            before(module)
     if script_text:
         with stages.time("transform"):
             try:

@@ -222,6 +222,28 @@ class Engine:
             return res["status"], res.get("error", "")
         return "ok", res["transformed_ir"]
 
+    def per_op(self, program: Program, schedule: Schedule) -> list[dict]:
+        """Each op's (or fused group's) share of the schedule's time: [{"ops", "ms", "share"}] in program
+        order (engine.profile). Raises EngineError when the schedule does not compile."""
+        from engine.errors import EngineError
+
+        states = replay(program, schedule, self.limits, self.openmp)
+        text = to_text(without_nt(schedule))
+        body = script(program, without_nt(schedule), self.limits) if text else None
+        req = self._request(program, body, bool(text) and uses_parallel(schedule) and self.openmp, mode="per-op")
+        try:
+            res = self.pool.run(req, compile_timeout=self.config.compile_timeout_s)
+        except (WorkerDied, WorkerTimeout, Cancelled) as e:
+            raise EngineError(f"the per-op profile failed: {e or type(e).__name__}") from None
+        if res["status"] != "ok":
+            raise EngineError(f"{res['status']}: {res.get('error', '')}")
+        groups = res["per_op"]
+        for g in groups:  # a producer fused into its consumer runs (and is timed) inside the consumer's loops
+            into = {states[i].fused_into for i in g["ops"] if i in states and states[i].fused_into}
+            if into:
+                g["fused_into"] = sorted(into)[0]
+        return groups
+
     def close(self) -> None:
         self.pool.close()
         if self.cache is not None:

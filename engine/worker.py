@@ -179,6 +179,15 @@ def handle(req: dict, out, baselines: _Baselines) -> dict:
 
     copies = PLACEMENTS if sum(s.nbytes for s in specs) <= PLACEMENT_BYTES else 1
 
+    if req.get("mode") == "per-op":  # engine.profile: where the time goes, op by op
+        from engine.profile import per_op
+
+        try:
+            groups = per_op(req["program"], script, req["parallel"], req["func"], specs, res_spec, req["seed"])
+        except StageError as e:
+            return result("transform-error" if e.stage == "transform" else "compile-error", error=str(e))
+        return result("ok", per_op=groups)
+
     if req.get("mode") == "object":  # engine.native: the compiled object code, for a shared library
         try:
             compiled, _ = build(req["program"], script, req["parallel"], req["func"], specs, res_spec, stages)

@@ -86,6 +86,8 @@ def _add_apply(p: argparse.ArgumentParser) -> Callable:
                    help="at least this many timing rounds (default 10); the time is the median of the round "
                         "medians, with its 95%% interval")
     p.add_argument("--no-cache", action="store_true", help="measure even if the cache has an answer")
+    p.add_argument("--per-op", action="store_true", help="also each op's share of the time (profiled with markers "
+                                                          "between the ops; fused producers count in their consumer)")
 
     def run(args: argparse.Namespace) -> int:
         from engine import load_file, parse
@@ -105,15 +107,23 @@ def _add_apply(p: argparse.ArgumentParser) -> Callable:
                     return fail(f"{status}: {text}", 1)
                 _write(args.output, text)
             m = eng.measure(prog, sched, on_progress=None if args.json else _progress)
+            groups = eng.per_op(prog, sched) if args.per_op and m.ok else None
         if not args.json:
             _clear_progress()
         if args.json:
-            emit(m.to_json())
+            emit({**m.to_json(), **({"per_op": groups} if groups is not None else {})})
         else:
             if m.ok:
                 print(describe(m) + f", validated{' (cached)' if m.cached else ''}")
                 if m.stages_ms and not m.cached:
                     print("stages: " + ", ".join(f"{k} {v:.1f} ms" for k, v in m.stages_ms.items()))
+                if groups:
+                    names = {o.id: o.name.removeprefix("linalg.") for o in prog.ops}
+                    print("per op (share of the time, one run profiled with markers between the ops):")
+                    for g in sorted(groups, key=lambda g: -g["share"]):
+                        ops = " + ".join(f"{i} {names.get(i, '?')}" for i in g["ops"])
+                        fused = f"  (fused into {g['fused_into']}: timed there)" if g.get("fused_into") else ""
+                        print(f"  {100 * g['share']:5.1f}%  {g['ms']:8.4f} ms  {ops}{fused}")
             else:
                 print(f"{m.status}: {m.error}")
         return 0 if m.ok else 1

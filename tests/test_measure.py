@@ -139,3 +139,18 @@ def test_kernels_are_timed_alone_on_the_machine(engine, matmul):
     for t in threads:
         t.join(120)
     assert set(done) == set(texts) and min(done.values()) >= released
+
+
+def test_per_op_profile_covers_every_op_and_finds_the_matmul(engine):
+    from conftest import SAMPLES
+
+    from engine import load_file
+
+    prog = load_file(str(SAMPLES / "matmul_bias_relu.mlir"))
+    groups = engine.per_op(prog, parse("op0: TF(32,32) T(8,32) V; op1: T(8,32) V; op3: NT"))
+    covered = sorted(i for g in groups for i in g["ops"])
+    assert covered == sorted(o.id for o in prog.ops)
+    assert [g.get("fused_into") for g in groups if g["ops"] == ["op1"]] == ["op0"]  # timed inside op0
+    assert abs(sum(g["share"] for g in groups) - 1.0) < 1e-6
+    top = max(groups, key=lambda g: g["share"])
+    assert top["ops"] == ["op2"] and top["share"] > 0.8  # the untransformed matmul dominates
