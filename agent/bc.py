@@ -39,8 +39,9 @@ def _speedup(records: list[dict]) -> float | None:
     best = None
     for r in records:
         m = r.get("measurement") or {}
-        if m.get("status", "ok") == "ok" and m.get("speedup"):
-            best = m["speedup"]  # the last measured state is the trace's final schedule
+        sp = m.get("speedup")
+        if m.get("status", "ok") == "ok" and isinstance(sp, int | float) and 0 < sp < float("inf"):
+            best = float(sp)  # the last measured state is the trace's final schedule
     return best
 
 
@@ -66,7 +67,12 @@ def examples_from_schedule(program: Program, schedule: Schedule, value: float | 
 
 def examples_from_trace(path: str, programs: list[Program] | None = None) -> list[Example]:
     """Examples of every program in a trace; programs are found by path or among `programs` by sha256."""
-    trace = read_trace(path)
+    try:
+        trace = read_trace(path)  # records of the wrong shape are counted as bad lines there, never parsed as code
+    except OSError as e:
+        raise EngineError(f"{path}: cannot read the trace ({e.strerror})") from None
+    if not trace.records:
+        raise EngineError(f"{path}: no trace record in it (give a JSONL trace written by the app, search or env)")
     by_sha = {p.sha256: p for p in programs or []}
     groups: dict[str, list[dict]] = {}
     for r in trace.records:
@@ -75,7 +81,7 @@ def examples_from_trace(path: str, programs: list[Program] | None = None) -> lis
     for sha, recs in groups.items():
         prog = by_sha.get(sha)
         if prog is None:
-            path_ = recs[0].get("program", "")
+            path_ = recs[0].get("program") or ""
             if not os.path.exists(path_):
                 raise EngineError(f"{path}: program {path_!r} of the trace not found; pass it with --programs")
             prog = load_file(path_)

@@ -25,6 +25,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from agent import checkpoint as ck
 from engine.actions import head_masks
 from engine.config import DEFAULT_LIMITS, TRANSFORMATIONS, Limits
 from engine.features import blocks, feature_size
@@ -244,16 +245,52 @@ def act(model: ActorCritic, sessions: list, greedy: bool = False, generator: tor
 
 
 # ----------------------------------------------------------------------------------------------
+# Checkpoints (agent/checkpoint.py: tensors + JSON, loaded without running code)
+LIMIT_BOUNDS = {"n_loops": 64, "n_tile_sizes": 64, "n_arrays": 64, "max_rank": 64, "tau": 64}
+"""largest limits a checkpoint may ask for (the paper's are 12, 8, 14, 12, 5)"""
+CONFIG_BOUNDS = {"hidden": 4096, "layers": 16}
+
+
+def config_json(model: ActorCritic) -> dict:
+    """The limits and policy configuration a checkpoint needs to rebuild `model`."""
+    return {"limits": asdict(model.limits), "policy": asdict(model.config)}
+
+
+def build(info: dict, path: str, tensors: dict[str, torch.Tensor] | None = None) -> ActorCritic:
+    """The model described by a checkpoint's JSON (validated, bounded); with `tensors`, their names and
+    shapes are checked against it first (on the meta device: nothing is allocated for a bad file)."""
+    limits = ck.dataclass_from_json(Limits, info.get("limits", {}), path, "limits", LIMIT_BOUNDS)
+    config = ck.dataclass_from_json(PolicyConfig, info.get("policy", {}), path, "policy config", CONFIG_BOUNDS)
+    if config.interchange not in ("pointers", "enumerated") or min(config.hidden, config.layers) < 1:
+        raise ck.CheckpointError(f"{path}: bad policy config in the checkpoint ({config})")
+    if tensors is not None:
+        with torch.device("meta"):
+            expected = {k: tuple(v.shape) for k, v in ActorCritic(limits, config).state_dict().items()}
+        got = {k: tuple(v.shape) for k, v in tensors.items()}
+        if got != expected:
+            diff = sorted(set(got) ^ set(expected)) or [k for k in expected if got[k] != expected[k]]
+            k = diff[0]
+            raise ck.CheckpointError(
+                f"{path}: its weights do not match its limits and policy config ({k}: "
+                f"{got.get(k, 'missing')} in the file, {expected.get(k, 'not in the model')} expected)")
+    return ActorCritic(limits, config)
+
+
+def load_weights(model: ActorCritic, tensors: dict[str, torch.Tensor]) -> ActorCritic:
+    """Weights into `model` (float16 ones back to float32); names and shapes already checked by `build`."""
+    model.load_state_dict({k: v.float() if v.is_floating_point() else v for k, v in tensors.items()})
+    return model
+
+
 def save(model: ActorCritic, path: str, meta: dict | None = None, half: bool = True) -> None:
-    """A small checkpoint: weights (float16 by default), limits, policy config and free-form metadata."""
+    """A small checkpoint: weights (float16 by default), limits, policy config and free-form JSON metadata."""
     sd = {k: (v.half() if half and v.is_floating_point() else v) for k, v in model.state_dict().items()}
-    torch.save({"model": sd, "limits": asdict(model.limits), "policy": asdict(model.config),
-                "meta": meta or {}}, path)
+    ck.save(path, "policy", sd, {**config_json(model), "meta": meta or {}})
 
 
 def load(path: str) -> tuple[ActorCritic, dict]:
-    ck = torch.load(path, map_location="cpu", weights_only=False)
-    limits = Limits(**{k: tuple(v) if isinstance(v, list) else v for k, v in ck["limits"].items()})
-    model = ActorCritic(limits, PolicyConfig(**ck["policy"]))
-    model.load_state_dict({k: v.float() if v.is_floating_point() else v for k, v in ck["model"].items()})
-    return model, ck.get("meta", {})
+    """The policy of a checkpoint and its metadata; CheckpointError (one line) for any other file."""
+    tensors, info = ck.load(path, "policy")
+    model = load_weights(build(info, path, tensors), tensors)
+    meta = info.get("meta")
+    return model, meta if isinstance(meta, dict) else {}

@@ -23,7 +23,19 @@ import numpy as np
 import torch
 from torch import nn, optim
 
-from agent.policy import ActorCritic, act, distribution, evaluate_actions, load, save, step_session
+from agent import checkpoint as ck
+from agent.policy import (
+    ActorCritic,
+    act,
+    build,
+    config_json,
+    distribution,
+    evaluate_actions,
+    load,
+    load_weights,
+    save,
+    step_session,
+)
 from engine import Engine, Program, Session
 from engine import load as load_program
 
@@ -59,7 +71,7 @@ class Args:
     init: str | None = None
     """start from these weights (e.g. a behaviour-cloning checkpoint)"""
     resume: bool = False
-    """continue from OUT/last.pt (weights, optimizer, iteration, RNG, CSV)"""
+    """continue from OUT/last.pt (weights, optimizer, iteration, RNG, CSV; tensors + JSON, see agent/checkpoint.py)"""
     ray_address: str | None = None
     """run the rollouts as Ray tasks on this cluster ("local" starts one on this machine)"""
     ray_tasks: int = 2
@@ -204,6 +216,75 @@ CSV_FIELDS = ["iteration", "global_step", "episodes", "time_s", "charts/reward",
               "losses/entropy", "losses/approx_kl", "losses/clipfrac", "losses/explained_variance"]
 
 
+# ----------------------------------------------------------------------------------------------
+# Resume state (OUT/last.pt): weights, Adam's moments and the torch RNG as tensors; iteration, Adam's
+# hyper-parameters, the numpy RNG and the arguments as JSON (agent/checkpoint.py: nothing is unpickled)
+def save_state(path: str, model: ActorCritic, optimizer: optim.Optimizer, rng: np.random.Generator,
+               iteration: int, global_step: int, time_s: float, args: Args) -> None:
+    opt_tensors, opt_info = ck.optimizer_to_tensors(optimizer.state_dict())
+    tensors = {**{f"model/{k}": v for k, v in model.state_dict().items()}, **opt_tensors,
+               "torch_rng": torch.get_rng_state()}
+    ck.save(path, "ppo-state", tensors, {
+        "iteration": iteration, "global_step": global_step, "time_s": time_s, "rng": rng.bit_generator.state,
+        "optimizer": opt_info, "args": asdict(args), **config_json(model)})
+
+
+@dataclass
+class ResumeState:
+    """A read and checked OUT/last.pt; `model` is None for states converted from the older format (the
+    run's --init or default model is rebuilt, as before)."""
+
+    path: str
+    tensors: dict[str, torch.Tensor]
+    info: dict
+    model: ActorCritic | None
+
+    def restore(self, model: ActorCritic, optimizer: optim.Optimizer, rng: np.random.Generator
+                ) -> tuple[int, int, float]:
+        """Weights, optimizer and RNG into place; (iteration, global step, seconds so far)."""
+        path, info = self.path, self.info
+
+        def bad(what: str) -> ck.CheckpointError:
+            return ck.CheckpointError(f"{path}: bad {what} in the PPO resume state; delete it to start over")
+
+        weights = {k[len("model/"):]: v for k, v in self.tensors.items() if k.startswith("model/")}
+        if self.model is None:
+            build(config_json(model), path, weights)  # same names and shapes as the model being resumed
+            load_weights(model, weights)
+        counters = [info.get("iteration"), info.get("global_step")]
+        if not all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in counters):
+            raise bad("iteration counters")
+        time_s = info.get("time_s", 0.0)
+        if not isinstance(time_s, int | float) or not math.isfinite(time_s):
+            raise bad("elapsed time")
+        sd = ck.optimizer_from_tensors(self.tensors, info.get("optimizer"), path)
+        params = [p for g in optimizer.param_groups for p in g["params"]]
+        for pid, st in sd["state"].items():
+            for key, v in st.items():
+                if pid >= len(params) or (isinstance(v, torch.Tensor) and v.dim() and v.shape != params[pid].shape):
+                    raise bad(f"optimizer state ({pid}/{key})")
+        try:
+            optimizer.load_state_dict(sd)
+        except (ValueError, KeyError, TypeError, RuntimeError) as e:
+            raise bad(f"optimizer state ({str(e).splitlines()[0][:80]})") from None
+        try:
+            rng.bit_generator.state = info.get("rng")
+            if "torch_rng" in self.tensors:
+                torch.set_rng_state(self.tensors["torch_rng"])
+        except (ValueError, KeyError, TypeError, RuntimeError):
+            raise bad("random generator state") from None
+        return counters[0], counters[1], float(time_s)
+
+
+def load_state(path: str) -> ResumeState:
+    tensors, info = ck.load(path, "ppo-state")
+    model = None
+    if "limits" in info or "policy" in info:
+        weights = {k[len("model/"):]: v for k, v in tensors.items() if k.startswith("model/")}
+        model = load_weights(build(info, path, weights), weights)
+    return ResumeState(path, tensors, info, model)
+
+
 def _bar(i: int, n: int, t0: float, text: str) -> None:
     done = int(30 * i / max(n, 1))
     eta = (time.time() - t0) / max(i, 1) * (n - i)
@@ -222,19 +303,17 @@ def train(args: Args, on_iteration=None) -> str:
     programs = load_programs(args.programs, split="train")
     last_path, csv_path = os.path.join(args.out, "last.pt"), os.path.join(args.out, "progress.csv")
 
-    if args.init:
+    state = load_state(last_path) if args.resume and os.path.exists(last_path) else None
+    if state and state.model is not None:
+        model = state.model
+    elif args.init:
         model, _ = load(args.init)
     else:
         model = ActorCritic()
     optimizer = optim.Adam(model.parameters(), lr=args.learning_rate, eps=1e-5)
     start, global_step, t_offset = 0, 0, 0.0
-    if args.resume and os.path.exists(last_path):
-        ck = torch.load(last_path, map_location="cpu", weights_only=False)
-        model.load_state_dict(ck["model"])
-        optimizer.load_state_dict(ck["optimizer"])
-        start, global_step, t_offset = ck["iteration"], ck["global_step"], ck.get("time_s", 0.0)
-        rng.bit_generator.state = ck["rng"]
-        torch.set_rng_state(ck["torch_rng"])
+    if state:
+        start, global_step, t_offset = state.restore(model, optimizer, rng)
     elif os.path.exists(csv_path):
         os.remove(csv_path)
 
@@ -296,9 +375,7 @@ def train(args: Args, on_iteration=None) -> str:
             }
             writer.writerow(row)
             f.flush()
-            torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "iteration": it + 1,
-                        "global_step": global_step, "time_s": time.time() - t0, "rng": rng.bit_generator.state,
-                        "torch_rng": torch.get_rng_state(), "args": asdict(args)}, last_path)
+            save_state(last_path, model, optimizer, rng, it + 1, global_step, time.time() - t0, args)
             save(model, os.path.join(args.out, "policy.pt"), {"trained_by": "ppo", "iterations": it + 1,
                                                             "args": asdict(args)})
             if on_iteration:

@@ -163,9 +163,11 @@ def load_policy(path: str | None = None) -> Policy | None:
         return None
     torch.set_num_threads(1)
     try:
-        model, meta = load(p)
+        model, meta = load(p)  # tensors + JSON only: a file that would run code is refused (agent/checkpoint.py)
+    except EngineError:
+        raise
     except Exception as e:  # noqa: BLE001 - one line for the user
-        raise EngineError(f"{p}: not a policy checkpoint ({type(e).__name__}: {str(e).splitlines()[0][:120]})"
+        raise EngineError(f"{p}: not a policy checkpoint ({type(e).__name__}: {(str(e).splitlines() or [''])[0][:120]})"
                           ) from None
     with torch.no_grad():  # warm-up: torch's first call allocates and dispatches slowly
         obs = torch.zeros(1, 2 * model.n_features)

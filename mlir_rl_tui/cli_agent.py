@@ -213,7 +213,44 @@ def _png(names, series, path: str) -> None:
     fig.savefig(path)
 
 
+# ------------------------------------------------------------------------------------------------
+CONVERT_HELP = ("convert a checkpoint of an older mlir-rl-tui (pickled metadata) to the current format "
+                "(tensors + JSON); it unpickles OLD: only for files you trust")
+
+
+def _add_convert(p: argparse.ArgumentParser) -> Callable:
+    p.description = (
+        "Convert a policy checkpoint or a PPO resume state (last.pt) written by an older mlir-rl-tui, whose "
+        "limits and metadata were pickled Python objects, to the current format: tensors plus JSON, which "
+        "mlir-rl-tui reads without unpickling anything. This command does unpickle OLD, with torch's "
+        "weights-only unpickler (tensors, numbers, strings, containers, numpy values): a file naming any other "
+        "Python object is refused, not run. Convert only files you trust all the same: the weights decide "
+        "what the policy suggests.")
+    p.add_argument("old", metavar="OLD", help="checkpoint in the older format (a file you trust)")
+    p.add_argument("new", metavar="NEW", help="where to write the converted checkpoint")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+
+    def run(args: argparse.Namespace) -> int:
+        from agent.checkpoint import convert
+
+        if not os.path.exists(args.old):
+            raise CliError(f"{args.old}: no such checkpoint")
+        kind = convert(args.old, args.new)
+        if kind == "policy":
+            from agent.policy import load
+
+            load(args.new)  # the converted policy must load like any other
+        if args.json:
+            emit({"old": args.old, "new": args.new, "kind": kind})
+        else:
+            print(f"{args.new}: {kind} checkpoint in the current format (tensors + JSON)")
+        return 0
+
+    return run
+
+
 COMMANDS = {
+    "convert-checkpoint": (CONVERT_HELP, _add_convert),
     "optimize": ("the policy's schedule in one pass, measured", _add_optimize),
     "train": ("train the policy with PPO (optionally behaviour cloning on traces first)", _add_train),
     "evaluate": ("policy vs hill climbing vs PyTorch eager on a set of programs", _add_evaluate),
