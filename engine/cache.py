@@ -43,6 +43,20 @@ def machine_fingerprint() -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
+MAX_ROW_CHARS = 1 << 20  # a stored result is ~1 KB
+
+
+def _json_object(text) -> dict | None:
+    """A stored JSON object as data; None for anything else (too long, not JSON, not an object)."""
+    if not isinstance(text, str) or len(text) > MAX_ROW_CHARS:
+        return None
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
 class Cache:
     """Thread-safe SQLite store; shared by the app, search, training and evaluation."""
 
@@ -67,11 +81,12 @@ class Cache:
         with self._lock:
             row = self.db.execute("SELECT result FROM measurements WHERE program=? AND schedule=? AND machine=?",
                                   (program_sha, schedule, machine)).fetchone()
-        if row is None:
+        result = _json_object(row[0]) if row else None
+        if result is None:  # absent, or a row that is not a stored result (foreign or damaged file): a miss
             self.misses += 1
             return None
         self.hits += 1
-        return json.loads(row[0])
+        return result
 
     def put(self, program_sha: str, schedule: str, machine: str, result: dict) -> None:
         with self._lock:
@@ -83,7 +98,7 @@ class Cache:
         """The machine's measured roofline (engine.roofline.Peaks as JSON), if measured."""
         with self._lock:
             row = self.db.execute("SELECT peaks FROM machines WHERE machine=?", (machine,)).fetchone()
-        return json.loads(row[0]) if row else None
+        return _json_object(row[0]) if row else None
 
     def put_machine(self, machine: str, peaks: dict) -> None:
         with self._lock:

@@ -34,6 +34,7 @@ SEQUENCE_LENGTH = 5
 MAX_FLOPS = 6e7  # per program: a naive baseline runs in tens of milliseconds
 MIN_FLOPS = 2e5  # per program: smaller ones run in microseconds, where timing noise swamps speedups
 MAX_ELEMENTS = 1 << 20  # per tensor
+MAX_MANIFEST_BYTES = 64 << 20  # largest manifest.json read
 
 # Layer dimensions seen in real models (ResNet, MobileNet, BERT/ViT MLPs, small CNNs).
 _ROWS = (16, 32, 49, 64, 128, 196, 256, 384, 512)
@@ -369,13 +370,21 @@ def read_manifest(path: str) -> dict:
     if os.path.isdir(path):
         path = os.path.join(path, "manifest.json")
     try:
-        with open(path) as f:
-            man = json.load(f)
+        if os.path.getsize(path) > MAX_MANIFEST_BYTES:
+            raise EngineError(f"{path} is not a data set manifest: larger than {MAX_MANIFEST_BYTES >> 20} MB")
+        with open(path, "rb") as f:
+            man = json.loads(f.read(MAX_MANIFEST_BYTES + 1))
     except OSError as e:
         raise EngineError(f"cannot read {path}: {e.strerror}") from None
     except json.JSONDecodeError as e:
         raise EngineError(f"{path} is not a data set manifest: {e.msg} at line {e.lineno}") from None
+    except (UnicodeDecodeError, RecursionError):
+        raise EngineError(f"{path} is not a data set manifest: not JSON text") from None
+    programs = man.get("programs", []) if isinstance(man, dict) else None
+    if not isinstance(programs, list) or not all(isinstance(e, dict) and isinstance(e.get("path"), str)
+                                                 for e in programs):
+        raise EngineError(f"{path} is not a data set manifest: expected {{\"programs\": [{{\"path\": ...}}, ...]}}")
     base = os.path.dirname(os.path.abspath(path))
-    for e in man.get("programs", []):
+    for e in programs:
         e["abspath"] = os.path.join(base, e["path"])
     return man

@@ -142,8 +142,27 @@ def _next_episode(path: str) -> int:
     return max(eps) + 1 if eps else 0
 
 
+MAX_TRACE_BYTES = 1 << 30  # largest trace read (a record with its observation is ~40 KB)
+MAX_RECORD_CHARS = 64 << 20  # longest line parsed (a record may carry its program's text)
+
+
+def _is_record(r) -> bool:
+    """The fields a replay reads, of the types it expects."""
+    return (isinstance(r, dict) and all(isinstance(r.get(k), str) for k in ("program_sha256", "op", "action"))
+            and all(isinstance(r.get(k, 0), int) for k in ("step", "episode"))
+            and all(isinstance(r.get(k) or "", str) for k in ("program", "program_text"))
+            and isinstance(r.get("measurement") or {}, dict))
+
+
 def read_trace(path: str) -> Trace:
-    """Read whole lines; a last line cut off mid-write is dropped and reported as truncated."""
+    """Read whole lines; a last line cut off mid-write is dropped and reported as truncated. A line that is
+    not a JSON record with the fields a replay needs (or is too long) counts as a bad line."""
+    size = os.path.getsize(path)
+    if size > MAX_TRACE_BYTES:
+        from engine.errors import EngineError
+
+        raise EngineError(f"{path}: {size >> 20} MB is larger than a trace may be ({MAX_TRACE_BYTES >> 20} MB); "
+                          "split it into several files")
     with open(path, encoding="utf-8", errors="replace") as f:
         data = f.read()
     lines = data.split("\n")
@@ -155,7 +174,11 @@ def read_trace(path: str) -> Trace:
         if not ln.strip():
             continue
         try:
-            records.append(json.loads(ln))
-        except json.JSONDecodeError:
+            r = json.loads(ln) if len(ln) <= MAX_RECORD_CHARS else None
+        except (json.JSONDecodeError, RecursionError):
+            r = None
+        if _is_record(r):
+            records.append(r)
+        else:
             bad += 1
     return Trace(records, truncated, bad)
