@@ -94,7 +94,7 @@ def test_log_prob_and_entropy_match_brute_force_on_a_toy_mask():
 def test_behaviour_cloning_reproduces_the_trace(tmp_path, matmul):
     from agent.bc import behaviour_cloning, examples_from_trace
     from agent.expert import write_trace
-    from agent.policy import ActorCritic
+    from agent.policy import ActorCritic, load, save
     from agent.suggest import Policy
     from engine import Session, parse
 
@@ -109,6 +109,8 @@ def test_behaviour_cloning_reproduces_the_trace(tmp_path, matmul):
     assert losses[-1] < 0.25 * losses[0]
     pol = Policy(model)
     assert pol.schedule(Session(matmul)).schedule == sched
+    save(model, str(tmp_path / "bc.pt"))  # a freshly trained policy, through the checkpoint format and back
+    assert Policy(load(str(tmp_path / "bc.pt"))[0]).schedule(Session(matmul)).schedule == sched
     action, top = pol.suggest(Session(matmul), k=3)
     assert str(action) == "TF(64,64,0)" and top[0][0] == "TF(64,64,0)" and top[0][1] > 0.5
     assert len(top) == 3 and top[0][1] >= top[1][1] >= top[2][1]
@@ -128,18 +130,21 @@ def test_imitation_targets_keep_the_baseline_and_replay_missing_ops_as_nt(matmul
     assert sched == Schedule({}) and sp == 1.0 and made == 0 and "baseline" in why
 
 
-def test_training_resumes_from_a_checkpoint(tmp_path, cache_dir):
-    from agent import ppo
+def test_training_resumes_from_a_checkpoint(tmp_path, cache_dir, capsys):
+    from agent import checkpoint, ppo
+    from agent.policy import load
+    from mlir_rl_tui.cli import main
 
     args = ppo.Args(programs=[str(SAMPLES / "relu.mlir")], out=str(tmp_path / "run"), iterations=1,
                     programs_per_batch=2, minibatch_size=4, update_epochs=1, runs=1)
     ppo.train(args)
-    first = torch.load(tmp_path / "run" / "last.pt", weights_only=False)
+    _, first = checkpoint.load(str(tmp_path / "run" / "last.pt"), "ppo-state")  # tensors + JSON, no pickle
     assert first["iteration"] == 1
-    args.iterations, args.resume = 2, True
-    ppo.train(args)
-    last = torch.load(tmp_path / "run" / "last.pt", weights_only=False)
+    assert main(["train", "--programs", args.programs[0], "--out", args.out, "--iterations", "2", "--resume",
+                 "--programs-per-batch", "2", "--minibatch-size", "4", "--update-epochs", "1", "--runs", "1"]) == 0
+    _, last = checkpoint.load(str(tmp_path / "run" / "last.pt"), "ppo-state")
     assert last["iteration"] == 2 and last["global_step"] > first["global_step"]
+    load(str(tmp_path / "run" / "policy.pt"))  # the trained policy loads like the shipped one
     with open(tmp_path / "run" / "progress.csv") as f:
         rows = list(csv.DictReader(f))
     assert [r["iteration"] for r in rows] == ["1", "2"]
