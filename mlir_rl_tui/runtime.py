@@ -38,6 +38,8 @@ class Kernel:
 
         meta_path = path + ".json"
         try:
+            if os.path.getsize(meta_path) > 1 << 20:
+                raise KernelError(f"{meta_path}: larger than a kernel description can be (1 MiB)")
             with open(meta_path) as f:
                 meta = json.load(f)
         except OSError as e:
