@@ -276,7 +276,7 @@ class Engine:
             "func": program.func_name, "args": [[list(a.shape), a.dtype] for a in program.args],
             "result": [list(program.results[0].shape), program.results[0].dtype], "timing": c.timing(),
             "exclusive": c.exclusive, "seed": c.seed, "rtol": c.rtol, "atol_scale": c.atol_scale,
-            "timeout_factor": c.timeout_factor, "lock": self._lockfile,
+            "timeout_factor": c.timeout_factor, "timeout_floor_s": c.timeout_floor_s, "lock": self._lockfile,
             "cpu_lock": self._cpu_lockfile, **kw,
         }
 
@@ -287,7 +287,10 @@ class Engine:
         if base is not None and base.time_ms:
             limit = max(c.timeout_factor * base.time_ms / 1e3, c.timeout_floor_s)
         req = self._request(program, body, parallel, run_limit_s=limit)
-        run_timeout = (limit or 120.0) * 2 + 5
+        # The worker's watchdog stops a run at `limit` (engine.watchdog). This is the backstop for a
+        # worker that does not answer at all, counted from its last progress event: a round is at most
+        # 3 runs just under the limit, plus a baseline round (its runs are a tenth of the limit).
+        run_timeout = 4 * limit + 5 if limit else 245.0
         try:
             res = self.pool.run(req, on_progress, c.compile_timeout_s, run_timeout, cancel)
         except WorkerDied as e:
@@ -296,8 +299,8 @@ class Engine:
         except WorkerTimeout:
             self.evaluated += 1
             return Measurement(status="timeout", schedule=text,
-                               error=f"no answer within the limit ({run_timeout:.0f} s per run, "
-                                     f"{c.compile_timeout_s:.0f} s to compile); the worker was killed")
+                               error=f"the worker did not answer ({run_timeout:.0f} s without progress while "
+                                     f"running, {c.compile_timeout_s:.0f} s to compile) and was killed")
         except Cancelled:
             return Measurement(status="cancelled", schedule=text, error="cancelled")
         self.evaluated += 1
