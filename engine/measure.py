@@ -95,7 +95,9 @@ class Measurement:
     @classmethod
     def from_record(cls, rec: dict) -> Measurement:
         """A cached record back as a Measurement; ValueError when it is not one this version stores (a
-        missing or unknown field, an unknown status, an ok without positive finite times)."""
+        missing or unknown field, an unknown status, an ok without positive finite times). A change to
+        the stored fields comes with a new ENGINE_VERSION (engine.cache), so older rows are not looked up
+        rather than rejected one by one."""
         stored = {f.name for f in fields(cls)} - set(_NOT_STORED)
         if set(rec) != stored:
             missing, unknown = sorted(stored - set(rec)), sorted(set(rec) - stored)
