@@ -1,7 +1,19 @@
-"""Measurement cache in SQLite (Pearl's memoization): (program sha256, schedule text, machine) -> result."""
+"""Measurement cache in SQLite (Pearl's memoization): (program sha256, schedule text, machine) -> result.
+
+The cache checks itself: a damaged cache never serves a wrong answer and never stops a run.
+- The file carries its schema version (table `meta`). A file that is not a SQLite database, a truncated
+  or read-only one, or one of another schema (an older mlir-rl-tui, another program) is moved aside
+  (`measurements.sqlite.broken-<time>`) with one warning line on stderr, and a fresh cache is created.
+- Every stored result (a measurement, or the machine's roofline in `machines`) is stored beside the
+  sha256 of its key and its JSON text. A row whose checksum, JSON or fields are wrong is ignored,
+  reported once, deleted, and the fresh measurement takes its place.
+- A cache locked by another process is waited on for `LOCK_WAIT_S`, then the run goes on without it
+  (one warning line); the next run uses it again.
+"""
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
@@ -9,11 +21,33 @@ import platform
 import sqlite3
 import threading
 import time
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from engine.errors import warn
 
 ENGINE_VERSION = "6"  # bump when the pipeline or the measurement protocol changes
+SCHEMA = "2"  # bump when the tables change; a cache of another schema is moved aside
+CACHE_FILE = "measurements.sqlite"
+#: How long an operation waits for a cache another process holds locked before going on without it.
+LOCK_WAIT_S = 2.0
+#: Corrupted rows reported one line each, at most this many per cache (the rest are replaced silently).
+MAX_ROW_WARNINGS = 5
+
+_TABLES = {
+    "meta": "key TEXT PRIMARY KEY, value TEXT",
+    "measurements": "program TEXT, schedule TEXT, machine TEXT, result TEXT, checksum TEXT, created REAL, "
+                    "PRIMARY KEY (program, schedule, machine)",
+    "machines": "machine TEXT PRIMARY KEY, peaks TEXT, checksum TEXT, created REAL",
+}
+_COLUMNS = {"meta": ["key", "value"], "measurements": ["program", "schedule", "machine", "result", "checksum", "created"],
+            "machines": ["machine", "peaks", "checksum", "created"]}
+
+T = TypeVar("T")
 
 
 def default_cache_dir() -> str:
+    """The cache folder: `$MLIR_RL_TUI_CACHE` (a folder, not a file) or the user's cache directory."""
     env = os.environ.get("MLIR_RL_TUI_CACHE")
     if env:
         return env
@@ -43,72 +77,276 @@ def machine_fingerprint() -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-MAX_ROW_CHARS = 1 << 20  # a stored result is ~1 KB
+MAX_ROW_CHARS = 1 << 20  # a stored result is ~1 KB: anything larger is not one
 
 
-def _json_object(text) -> dict | None:
-    """A stored JSON object as data; None for anything else (too long, not JSON, not an object)."""
-    if not isinstance(text, str) or len(text) > MAX_ROW_CHARS:
-        return None
+def checksum(key: tuple[str, ...], text: str) -> str:
+    """sha256 of a row's key and stored JSON text: a flipped digit anywhere in either changes it."""
+    h = hashlib.sha256()
+    for part in (*key, text):
+        h.update(part.encode("utf-8", "surrogatepass"))
+        h.update(b"\0")
+    return h.hexdigest()
+
+
+def canonical(obj: Any) -> str:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"))
+
+
+class Unusable(Exception):
+    """The file cannot serve as this cache; str() says why (it goes into the warning)."""
+
+
+class _Locked(Exception):
+    """Another process holds the cache locked for longer than LOCK_WAIT_S."""
+
+
+def _is_locked(e: sqlite3.Error) -> bool:
+    name = getattr(e, "sqlite_errorname", "") or ""
+    return name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")) or "locked" in str(e)
+
+
+def _writable(path: str) -> bool:
+    """The file may be written: access rights, and for root (who may write anything) its mode bits."""
     try:
-        value = json.loads(text)
-    except (ValueError, RecursionError):
-        return None
-    return value if isinstance(value, dict) else None
+        mode = os.stat(path).st_mode
+    except OSError:
+        return True  # not there yet: created fresh
+    return os.access(path, os.W_OK) and (os.geteuid() != 0 or bool(mode & 0o222))
 
 
 class Cache:
-    """Thread-safe SQLite store; shared by the app, search, training and evaluation."""
+    """Thread-safe, self-checking SQLite store; shared by the app, search, training and evaluation.
+
+    `usable` is False when the run goes on without a cache (locked by another process, or a folder
+    that cannot hold one); `get` then misses and `put` stores nothing."""
 
     def __init__(self, path: str | None = None) -> None:
         if path is None:
-            d = default_cache_dir()
-            os.makedirs(d, exist_ok=True)
-            path = os.path.join(d, "measurements.sqlite")
+            path = os.path.join(default_cache_dir(), CACHE_FILE)
         self.path = path
-        self._lock = threading.Lock()
-        self.db = sqlite3.connect(path, check_same_thread=False, timeout=30)
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute(
-            "CREATE TABLE IF NOT EXISTS measurements (program TEXT, schedule TEXT, machine TEXT, "
-            "result TEXT, created REAL, PRIMARY KEY (program, schedule, machine))")
-        self.db.execute("CREATE TABLE IF NOT EXISTS machines (machine TEXT PRIMARY KEY, peaks TEXT, created REAL)")
-        self.db.commit()
+        self.folder = os.path.dirname(os.path.abspath(path))
         self.hits = 0
         self.misses = 0
+        self.corrupted = 0  # rows ignored because their checksum, JSON or fields were wrong
+        self._lock = threading.Lock()
+        self.db: sqlite3.Connection | None = self._open()
 
-    def get(self, program_sha: str, schedule: str, machine: str) -> dict | None:
+    @property
+    def usable(self) -> bool:
+        return self.db is not None
+
+    # -- opening -----------------------------------------------------------------------------------
+    def _open(self) -> sqlite3.Connection | None:
+        if os.path.exists(self.folder) and not os.path.isdir(self.folder):
+            return self._without(f"the cache folder {self.folder} is a file (MLIR_RL_TUI_CACHE names a folder)")
+        try:
+            os.makedirs(self.folder, exist_ok=True)
+        except OSError as e:
+            return self._without(f"cannot create the cache folder {self.folder} ({e.strerror})")
+        if os.path.isdir(self.path):
+            return self._without(f"the cache file {self.path} is a folder")
+        if not os.access(self.folder, os.W_OK):
+            return self._without(f"the cache folder {self.folder} is read-only")
+        for _ in range(3):
+            try:
+                return self._connect()
+            except _Locked:
+                return self._locked()
+            except Unusable:
+                pass
+            try:
+                with self._recovery():  # one process moves a broken file aside; the others use its fresh one
+                    try:
+                        return self._connect()
+                    except Unusable as e:
+                        moved = self._move_aside(str(e))
+            except _Locked:
+                return self._locked()
+            if not moved:
+                return None
+        return self._without(f"{self.path} stays unusable after being replaced")
+
+    def _connect(self) -> sqlite3.Connection:
+        """A connection to a file that passed the checks and holds this schema, or Unusable / _Locked."""
+        if not _writable(self.path):
+            raise Unusable("is read-only")
+        try:
+            db = sqlite3.connect(self.path, timeout=LOCK_WAIT_S, check_same_thread=False)
+        except sqlite3.Error as e:
+            raise Unusable(f"cannot be opened ({e})") from None
+        try:  # read only until the file is known to be ours: another program's file stays as it was
+            tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+            if not tables:  # a new file (or one cut to nothing): this schema, in one transaction
+                db.execute("PRAGMA journal_mode=WAL")
+                db.execute("BEGIN IMMEDIATE")  # a process racing to create it sees nothing or everything
+                for name, cols in _TABLES.items():
+                    db.execute(f"CREATE TABLE IF NOT EXISTS {name} ({cols})")
+                db.execute("INSERT OR IGNORE INTO meta VALUES ('schema', ?)", (SCHEMA,))
+                db.execute("COMMIT")
+            elif "meta" not in tables:
+                raise Unusable("has an unknown schema (no version: an older mlir-rl-tui or another program)")
+            else:
+                row = db.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
+                if row is None or row[0] != SCHEMA:
+                    raise Unusable(f"has schema {row[0] if row else 'none'!r}, this version uses {SCHEMA!r}")
+                for name, cols in _COLUMNS.items():
+                    have = [r[1] for r in db.execute(f"PRAGMA table_info({name})")]
+                    if have != cols:
+                        raise Unusable(f"has a damaged schema (table {name})")
+            check = db.execute("PRAGMA quick_check").fetchone()
+            if check is None or check[0] != "ok":
+                raise Unusable(f"is damaged ({check[0] if check else 'no answer'})")
+            db.execute("PRAGMA journal_mode=WAL")  # readers never wait for a writer
+        except sqlite3.Error as e:
+            db.close()
+            if _is_locked(e):
+                raise _Locked() from None
+            raise Unusable(f"is damaged ({e})") from None
+        except Unusable:
+            db.close()
+            raise
+        return db
+
+    def _recovery(self):
+        """An exclusive lock on `<file>.recover.lock` while a broken file is replaced (waits LOCK_WAIT_S)."""
+        lock_path = self.path + ".recover.lock"
+
+        class _L:
+            def __enter__(self_):
+                try:
+                    self_.f = open(lock_path, "a")
+                except OSError:
+                    self_.f = None  # a read-only folder: moving aside fails next, and says so
+                    return
+                end = time.monotonic() + LOCK_WAIT_S
+                while True:
+                    try:
+                        fcntl.flock(self_.f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                        return
+                    except BlockingIOError:
+                        if time.monotonic() >= end:
+                            self_.f.close()
+                            raise _Locked() from None
+                        time.sleep(0.02)
+
+            def __exit__(self_, *a):
+                if self_.f is not None:
+                    fcntl.flock(self_.f, fcntl.LOCK_UN)
+                    self_.f.close()
+
+        return _L()
+
+    def _move_aside(self, reason: str) -> bool:
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        dest = f"{self.path}.broken-{stamp}"
+        n = 1
+        while os.path.exists(dest):
+            dest = f"{self.path}.broken-{stamp}-{n}"
+            n += 1
+        try:
+            os.replace(self.path, dest)
+            for side in ("-wal", "-shm", "-journal"):  # a stale log must not be replayed into the new file
+                if os.path.exists(self.path + side):
+                    os.replace(self.path + side, dest + side)
+        except OSError as e:
+            self._without(f"{self.path} {reason}, and it cannot be moved aside ({e.strerror})")
+            return False
+        warn(f"cache {self.path} {reason}: moved aside to {os.path.basename(dest)}, starting a fresh cache")
+        return True
+
+    def _without(self, reason: str) -> None:
+        warn(f"{reason}: this run continues without a cache")
+        return None
+
+    def _locked(self) -> None:
+        return self._without(f"cache {self.path} is locked by another process (waited {LOCK_WAIT_S:g} s)")
+
+    # -- rows --------------------------------------------------------------------------------------
+    def _run(self, fn: Callable[[sqlite3.Connection], T]) -> T | None:
+        """`fn(db)` under the lock; a cache that breaks or stays locked now is dropped for this run."""
         with self._lock:
-            row = self.db.execute("SELECT result FROM measurements WHERE program=? AND schedule=? AND machine=?",
-                                  (program_sha, schedule, machine)).fetchone()
-        result = _json_object(row[0]) if row else None
-        if result is None:  # absent, or a row that is not a stored result (foreign or damaged file): a miss
-            self.misses += 1
+            if self.db is None:
+                return None
+            try:
+                return fn(self.db)
+            except sqlite3.Error as e:
+                try:
+                    self.db.close()
+                except sqlite3.Error:
+                    pass
+                self.db = None
+                if _is_locked(e):
+                    self._locked()
+                else:
+                    self._without(f"cache {self.path} failed ({e})")
+                return None
+
+    def _read(self, table: str, value_col: str, key: dict[str, str], parse: Callable[[Any], T] | None,
+              what: str) -> T | None:
+        where = " AND ".join(f"{k}=?" for k in key)
+        row = self._run(lambda db: db.execute(f"SELECT {value_col}, checksum FROM {table} WHERE {where}",
+                                              tuple(key.values())).fetchone())
+        if row is None:
             return None
-        self.hits += 1
-        return result
+        text, digest = row
+        try:
+            if not isinstance(text, str) or len(text) > MAX_ROW_CHARS:
+                raise ValueError("not a stored result (too long)")
+            if digest != checksum(tuple(key.values()), text):
+                raise ValueError("checksum mismatch")
+            value = json.loads(text)
+            if not isinstance(value, dict):
+                raise ValueError("not a JSON object")
+            return parse(value) if parse is not None else value
+        except (ValueError, TypeError, KeyError, AttributeError) as e:
+            self._reject(table, where, key, digest, what, str(e) or type(e).__name__)
+            return None
+
+    def _reject(self, table: str, where: str, key: dict[str, str], digest, what: str, reason: str) -> None:
+        """Ignore a corrupted row: delete it (unless another process replaced it meanwhile), say so once."""
+        self.corrupted += 1
+        self._run(lambda db: (db.execute(f"DELETE FROM {table} WHERE {where} AND checksum IS ?",
+                                         (*key.values(), digest)), db.commit()))
+        if self.corrupted <= MAX_ROW_WARNINGS:
+            more = " (further corrupted rows are replaced silently)" if self.corrupted == MAX_ROW_WARNINGS else ""
+            warn(f"cache {self.path}: the stored {what} is corrupted ({reason.splitlines()[0][:120]}): "
+                 f"ignored, measuring again{more}")
+
+    def _write(self, table: str, key: dict[str, str], value: dict) -> None:
+        text = canonical(value)
+        row = (*key.values(), text, checksum(tuple(key.values()), text), time.time())
+        self._run(lambda db: (db.execute(f"INSERT OR REPLACE INTO {table} VALUES ({', '.join('?' * len(row))})",
+                                         row), db.commit()))
+
+    def get(self, program_sha: str, schedule: str, machine: str,
+            parse: Callable[[dict], T] | None = None) -> T | dict | None:
+        """The stored result, through `parse` (which raises ValueError/TypeError/KeyError on a record it
+        does not accept); None when there is none or it is corrupted (then it is reported and deleted)."""
+        got = self._read("measurements", "result", {"program": program_sha, "schedule": schedule, "machine": machine},
+                         parse, f"result of {schedule or 'the baseline'!r}")
+        if got is None:
+            self.misses += 1
+        else:
+            self.hits += 1
+        return got
 
     def put(self, program_sha: str, schedule: str, machine: str, result: dict) -> None:
-        with self._lock:
-            self.db.execute("INSERT OR REPLACE INTO measurements VALUES (?, ?, ?, ?, ?)",
-                            (program_sha, schedule, machine, json.dumps(result), time.time()))
-            self.db.commit()
+        self._write("measurements", {"program": program_sha, "schedule": schedule, "machine": machine}, result)
 
-    def get_machine(self, machine: str) -> dict | None:
-        """The machine's measured roofline (engine.roofline.Peaks as JSON), if measured."""
-        with self._lock:
-            row = self.db.execute("SELECT peaks FROM machines WHERE machine=?", (machine,)).fetchone()
-        return _json_object(row[0]) if row else None
+    def get_machine(self, machine: str, parse: Callable[[dict], T] | None = None) -> T | dict | None:
+        """The machine's measured roofline (engine.roofline.Peaks as JSON), if measured and intact."""
+        return self._read("machines", "peaks", {"machine": machine}, parse, "roofline of this machine")
 
     def put_machine(self, machine: str, peaks: dict) -> None:
-        with self._lock:
-            self.db.execute("INSERT OR REPLACE INTO machines VALUES (?, ?, ?)", (machine, json.dumps(peaks), time.time()))
-            self.db.commit()
+        self._write("machines", {"machine": machine}, peaks)
 
     def __len__(self) -> int:
-        with self._lock:
-            return self.db.execute("SELECT COUNT(*) FROM measurements").fetchone()[0]
+        n = self._run(lambda db: db.execute("SELECT COUNT(*) FROM measurements").fetchone()[0])
+        return n or 0
 
     def close(self) -> None:
         with self._lock:
-            self.db.close()
+            if self.db is not None:
+                self.db.close()
+                self.db = None

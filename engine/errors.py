@@ -2,6 +2,14 @@
 
 from __future__ import annotations
 
+import sys
+
+
+def warn(message: str) -> None:
+    """One warning line on stderr, for what the engine repaired or worked around and went on (a damaged
+    cache, a cut trace line); while the app runs, its print capture takes it."""
+    print(f"mlir-rl-tui: warning: {' '.join(str(message).split())}", file=sys.stderr, flush=True)
+
 
 class EngineError(Exception):
     """An input or request the engine cannot handle; str() is one line naming the cause."""

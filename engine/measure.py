@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import math
 import os
+import tempfile
 import threading
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 
 from engine.cache import Cache, machine_fingerprint
 from engine.compile import parallel_runtime
@@ -19,6 +20,8 @@ from engine.state import replay
 from engine.transforms import script, uses_parallel
 
 STATUSES = ("ok", "transform-error", "compile-error", "crash", "timeout", "wrong-result", "cancelled")
+#: Fields of a Measurement the cache does not store (Measurement.to_record)
+_NOT_STORED = ("cached", "transformed_ir", "gflops", "peak_fraction", "bound")
 
 
 @dataclass
@@ -85,6 +88,36 @@ class Measurement:
             d.pop("error")
         return d
 
+    def to_record(self) -> dict:
+        """What the cache stores (the roofline placement is recomputed when it is read)."""
+        return {k: v for k, v in asdict(self).items() if k not in _NOT_STORED}
+
+    @classmethod
+    def from_record(cls, rec: dict) -> Measurement:
+        """A cached record back as a Measurement; ValueError when it is not one this version stores (a
+        missing or unknown field, an unknown status, an ok without positive finite times). A change to
+        the stored fields comes with a new ENGINE_VERSION (engine.cache), so older rows are not looked up
+        rather than rejected one by one."""
+        stored = {f.name for f in fields(cls)} - set(_NOT_STORED)
+        if set(rec) != stored:
+            missing, unknown = sorted(stored - set(rec)), sorted(set(rec) - stored)
+            raise ValueError(f"fields missing {missing}" if missing else f"unknown fields {unknown}")
+        if rec["status"] not in STATUSES or rec["status"] == "cancelled":
+            raise ValueError(f"unknown status {rec['status']!r}")
+        if not isinstance(rec["schedule"], str) or not isinstance(rec["error"], str):
+            raise ValueError("schedule or error is not text")
+        m = cls(**rec)
+        if m.ok:
+            for name in ("time_ms", "baseline_ms", "speedup"):
+                if not _positive(getattr(m, name)):
+                    raise ValueError(f"{name} {getattr(m, name)!r} in an ok result")
+        for name in ("time_ci_ms", "baseline_ci_ms", "speedup_ci"):
+            ci = getattr(m, name)
+            if ci is not None and not (isinstance(ci, list) and len(ci) == 2 and all(map(_positive, ci))
+                                       and ci[0] <= ci[1]):
+                raise ValueError(f"{name} {ci!r}")
+        return m
+
     def log_speedup(self, penalty: float = -1.0) -> float:
         """Reward of the paper (Sec. IV-C): log speedup; failures get a penalty."""
         if self.ok and self.speedup and self.speedup > 0:
@@ -108,7 +141,8 @@ class Engine:
         self.machine = machine_fingerprint() + "-" + (self.runtime[0] if self.runtime else "serial")
         self.openmp = self.runtime is not None  # TP is masked without a parallel runtime
         self._lock = threading.Lock()
-        lockdir = os.path.dirname(self.cache.path) if self.cache else "/tmp"
+        # engines sharing a cache folder share the timing locks (engine.worker._flock)
+        lockdir = self.cache.folder if self.cache is not None and self.cache.usable else tempfile.gettempdir()
         self._lockfile = os.path.join(lockdir, f"timing-{os.getuid()}.lock")
         self._cpu_lockfile = os.path.join(lockdir, f"cpu-{os.getuid()}.lock")
         self.evaluated = 0  # measurements really made (not from the cache)
@@ -138,9 +172,10 @@ class Engine:
         text = to_text(schedule)
         parallel = bool(text) and uses_parallel(schedule) and self.openmp
         if use_cache and self.reuse and self.cache is not None:
-            hit = self.cache.get(program.sha256, text, self.machine)
-            if hit is not None:
-                return self._place(program, Measurement(**{**hit, "cached": True}), parallel)
+            hit = self.cache.get(program.sha256, text, self.machine, parse=Measurement.from_record)
+            if hit is not None:  # checked: a corrupted record is reported, dropped and measured again
+                hit.cached = True
+                return self._place(program, hit, parallel)
         base = None
         if text:
             base = self.baseline(program, on_progress, cancel)
@@ -166,10 +201,7 @@ class Engine:
             # at least that wide, so it covers a repeat of the measurement
             widen(m, abs(math.log(m.baseline_ms / base.time_ms)))
         if use_cache and self.cache is not None:
-            rec = asdict(m)
-            for k in ("cached", "transformed_ir", "gflops", "peak_fraction", "bound"):
-                rec.pop(k, None)
-            self.cache.put(program.sha256, text, self.machine, rec)
+            self.cache.put(program.sha256, text, self.machine, m.to_record())
         return m
 
     def _place(self, program: Program, m: Measurement, parallel: bool) -> Measurement:
@@ -187,9 +219,9 @@ class Engine:
         """This machine's FMA peak and bandwidth (engine.roofline), measured on first use and cached."""
         with self._lock:
             if self._peaks is None:
-                rec = self.cache.get_machine(self.machine) if self.cache is not None else None
+                rec = self.cache.get_machine(self.machine, parse=peaks_from_record) if self.cache is not None else None
                 if rec is not None:
-                    self._peaks = Peaks.from_json(rec)
+                    self._peaks = rec
                 else:
                     self._peaks = self._measure_peaks()
                     if self._peaks is not None and self.cache is not None:
@@ -268,7 +300,7 @@ class Engine:
             "func": program.func_name, "args": [[list(a.shape), a.dtype] for a in program.args],
             "result": [list(program.results[0].shape), program.results[0].dtype], "timing": c.timing(),
             "exclusive": c.exclusive, "seed": c.seed, "rtol": c.rtol, "atol_scale": c.atol_scale,
-            "timeout_factor": c.timeout_factor, "lock": self._lockfile,
+            "timeout_factor": c.timeout_factor, "timeout_floor_s": c.timeout_floor_s, "lock": self._lockfile,
             "cpu_lock": self._cpu_lockfile, "torch_reference": torch_reference(program), **kw,
         }
 
@@ -279,7 +311,10 @@ class Engine:
         if base is not None and base.time_ms:
             limit = max(c.timeout_factor * base.time_ms / 1e3, c.timeout_floor_s)
         req = self._request(program, body, parallel, run_limit_s=limit)
-        run_timeout = (limit or 120.0) * 2 + 5
+        # The worker's watchdog stops a run at `limit` (engine.watchdog). This is the backstop for a
+        # worker that does not answer at all, counted from its last progress event: a round is at most
+        # 3 runs just under the limit, plus a baseline round (its runs are a tenth of the limit).
+        run_timeout = 4 * limit + 5 if limit else 245.0
         try:
             res = self.pool.run(req, on_progress, c.compile_timeout_s, run_timeout, cancel)
         except WorkerDied as e:
@@ -288,8 +323,8 @@ class Engine:
         except WorkerTimeout:
             self.evaluated += 1
             return Measurement(status="timeout", schedule=text,
-                               error=f"no answer within the limit ({run_timeout:.0f} s per run, "
-                                     f"{c.compile_timeout_s:.0f} s to compile); the worker was killed")
+                               error=f"the worker did not answer ({run_timeout:.0f} s without progress while "
+                                     f"running, {c.compile_timeout_s:.0f} s to compile) and was killed")
         except Cancelled:
             return Measurement(status="cancelled", schedule=text, error="cancelled")
         self.evaluated += 1
@@ -306,6 +341,20 @@ def torch_reference(program: Program) -> str | None:
     if program.path and os.path.exists(program.path + ".torch.npz"):
         return os.path.abspath(program.path + ".torch.npz")
     return None
+
+
+def _positive(x) -> bool:
+    return isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x) and x > 0
+
+
+def peaks_from_record(rec: dict) -> Peaks:
+    """The cached roofline back as Peaks; ValueError/KeyError/TypeError when it is not a usable one."""
+    p = Peaks.from_json(rec)
+    levels = p.bandwidth_1 + p.bandwidth_all
+    if p.cores < 1 or not (_positive(p.fma_gflops_1) and _positive(p.fma_gflops_all)) or not p.bandwidth_1 \
+            or not p.bandwidth_all or not all(_positive(n) and _positive(g) for n, g in levels):
+        raise ValueError("peaks out of range")
+    return p
 
 
 def widen(m: Measurement, rel: float) -> None:

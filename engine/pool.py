@@ -1,4 +1,8 @@
-"""Worker processes with a time-out and a memory limit; a dead worker is replaced, never fatal."""
+"""Worker processes with a time-out and a memory limit; a dead worker is replaced, never fatal.
+
+No worker outlives the process that started it: each watches its parent (engine.watchdog) and ends
+when it is gone, kill -9 included. A worker that stopped a run over its limit answers `timeout` with
+"exit": true and ends; the pool starts a fresh one for the next request."""
 
 from __future__ import annotations
 
@@ -51,6 +55,7 @@ class Worker:
         # froze the app's event loop; the worker sets its own limits first thing (engine.worker.main).
         env["MLIR_RL_WORKER_MEMORY"] = str(memory_limit or 0)
         env["MLIR_RL_WORKER_NICE"] = str(nice)
+        env["MLIR_RL_WORKER_PARENT"] = str(os.getpid())  # the worker ends when this process is gone
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "engine.worker"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=self.log, env=env, start_new_session=True)
@@ -120,12 +125,21 @@ class Worker:
         while True:
             msg = self._read(deadline, cancel)
             if msg.get("event") == "result":
+                if msg.get("exit"):  # the worker's last word (its watchdog stopped a run): let it end
+                    self.finish()
                 return msg
             if msg.get("event") == "phase":
                 phase = msg.get("phase", "")
                 if on_progress is not None:
                     on_progress(phase, msg.get("i", 0), msg.get("n", 0))
                 deadline = time.monotonic() + (run_timeout if phase == "run" else compile_timeout)
+
+    def finish(self, wait_s: float = 5.0) -> None:
+        """Wait for a worker that said it is ending; kill it if it does not."""
+        try:
+            self.proc.wait(wait_s)
+        except subprocess.TimeoutExpired:
+            self.kill()
 
     def kill(self) -> None:
         if self.proc.poll() is None:
@@ -184,7 +198,12 @@ class WorkerPool:
             self.restarts += 1
             self.idle.put(None)
             raise
-        self.idle.put(w)
+        if res.get("exit") or not w.alive():
+            w.close()
+            self.restarts += 1
+            self.idle.put(None)
+        else:
+            self.idle.put(w)
         return res
 
     def close(self) -> None:

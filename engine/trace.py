@@ -4,42 +4,92 @@ A record: {"program", "program_sha256", "op", "step", "action", "observation", "
 "measurement", "time"}, plus "episode" (several episodes may share a file) and "program_text" on an
 episode's first record when the program has no file. A trace replays to the same schedule and is the
 imitation-learning data.
+
+A writer killed in the middle of a record leaves a cut last line. Readers drop it (`Trace.truncated`);
+the next writer cuts it off before appending, so every whole record survives and the next record starts
+on a line of its own.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import time
 from dataclasses import dataclass
 
+from engine.errors import warn
 from engine.schedule import Action, Schedule, parse_action
 
 SOURCES = ("user", "policy", "search")
 
 
 class TraceWriter:
-    """Appends records and flushes (and fsyncs) each one, so a killed process loses at most one line."""
+    """Appends records, each written whole and fsynced, so a killed process loses at most the record it
+    was writing. Appends hold an exclusive lock on the file (writers in other processes wait), and each
+    first cuts off a last line a killed writer left unfinished."""
 
     def __init__(self, path: str) -> None:
         self.path = path
         d = os.path.dirname(os.path.abspath(path))
         os.makedirs(d, exist_ok=True)
-        self.f = open(path, "a", encoding="utf-8")
+        self.fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+        self.repaired = 0  # bytes of cut lines dropped
 
     def append(self, record: dict) -> None:
-        self.f.write(json.dumps(record, separators=(",", ":")) + "\n")
-        self.f.flush()
-        os.fsync(self.f.fileno())
+        self.append_all([record])
+
+    def append_all(self, records: list[dict]) -> None:
+        """The records in one write (an episode written this way is whole or cut in its last line)."""
+        data = b"".join(json.dumps(r, separators=(",", ":")).encode() + b"\n" for r in records)
+        locked = _lock(self.fd)
+        try:
+            self._repair()
+            view = memoryview(data)
+            while view:
+                view = view[os.write(self.fd, view):]
+            os.fsync(self.fd)
+        finally:
+            if locked:
+                fcntl.flock(self.fd, fcntl.LOCK_UN)
+
+    def _repair(self) -> None:
+        """Cut the file after its last newline when it does not end with one (a writer was killed)."""
+        size = os.fstat(self.fd).st_size
+        if size == 0 or os.pread(self.fd, 1, size - 1) == b"\n":
+            return
+        end = size
+        keep = 0
+        while end > 0:
+            start = max(0, end - (1 << 16))
+            chunk = os.pread(self.fd, end - start, start)
+            i = chunk.rfind(b"\n")
+            if i >= 0:
+                keep = start + i + 1
+                break
+            end = start
+        os.ftruncate(self.fd, keep)
+        self.repaired += size - keep
+        warn(f"trace {self.path}: dropped a cut last line ({size - keep} bytes; a writer was killed mid-record)")
 
     def close(self) -> None:
-        self.f.close()
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
 
     def __enter__(self) -> TraceWriter:
         return self
 
     def __exit__(self, *a) -> None:
         self.close()
+
+
+def _lock(fd: int) -> bool:
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        return True
+    except OSError:  # a file system without flock: append unlocked
+        return False
 
 
 def make_record(program_path: str | None, program_sha256: str, op: str, step: int, action: Action | str,
@@ -123,15 +173,17 @@ def write_schedule(path: str, program, schedule: Schedule, source: str, measurem
     sess = Session(program, limits=limits, openmp=openmp)
     steps = [(o.id, a) for o in program.ops for a in schedule.actions(o.id)]
     m = measurement.to_json() if hasattr(measurement, "to_json") else measurement
-    with TraceWriter(path) as w:
-        for i, (op_id, a) in enumerate(steps):
-            rec = make_record(program.path, program.sha256, op_id, i, a, sess.observation(),
-                              flat_mask(sess.mask(), limits), source, m if i == len(steps) - 1 else None)
-            rec["episode"] = episode
-            if program.path is None and i == 0:
-                rec["program_text"] = program.text
-            w.append(rec)
-            sess = sess.apply(a)
+    records = []
+    for i, (op_id, a) in enumerate(steps):
+        rec = make_record(program.path, program.sha256, op_id, i, a, sess.observation(),
+                          flat_mask(sess.mask(), limits), source, m if i == len(steps) - 1 else None)
+        rec["episode"] = episode
+        if program.path is None and i == 0:
+            rec["program_text"] = program.text
+        records.append(rec)
+        sess = sess.apply(a)
+    with TraceWriter(path) as w:  # the episode in one write: whole, or cut in its last line
+        w.append_all(records)
     return len(steps)
 
 

@@ -3,7 +3,8 @@
 Each request transforms, compiles, runs, checks and times one (program, schedule). A request can kill
 this process (LLVM assertion, segfault, runaway memory): the parent (`engine.pool`) sees it, reports
 status crash and starts a fresh worker. Protocol: one JSON object per line; progress events
-{"event": "phase", ...} precede the final {"event": "result", ...}.
+{"event": "phase", ...} precede the final {"event": "result", ...}. A result with "exit": true is the
+last thing this process says (engine.watchdog stopped a run over its limit).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import fcntl
 import json
 import os
 import sys
+import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
@@ -20,10 +22,20 @@ from contextlib import contextmanager
 
 import numpy as np
 
+from engine.watchdog import Watchdog
 
-def _send(out, obj: dict) -> None:
+#: Guards the protocol stream: the watchdog thread may answer too (engine.watchdog).
+_SEND = threading.Lock()
+
+
+def _write(out, obj: dict) -> None:
     out.write(json.dumps(obj) + "\n")
     out.flush()
+
+
+def _send(out, obj: dict) -> None:
+    with _SEND:
+        _write(out, obj)
 
 
 class _Baselines:
@@ -139,18 +151,24 @@ def _placer(compiled, base) -> Callable[[int], None]:
     return place
 
 
-def _timed_call(compiled) -> Callable[[], float]:
+def _timed_call(compiled, watch: Callable[[], None] | None = None,
+                unwatch: Callable[[], None] | None = None) -> Callable[[], float]:
+    """One run, its ms; `watch()` / `unwatch()` around it (outside the timed span) arm the watchdog."""
     def call() -> float:
+        if watch is not None:
+            watch()
         t0 = time.perf_counter_ns()
         compiled.call()
         t = (time.perf_counter_ns() - t0) / 1e6
+        if unwatch is not None:
+            unwatch()
         compiled.free_result()
         return t
 
     return call
 
 
-def handle(req: dict, out, baselines: _Baselines) -> dict:
+def handle(req: dict, out, baselines: _Baselines, watchdog: Watchdog | None = None) -> dict:
     from engine.compile import StageError, Stages, build, random_inputs
     from engine.program import TensorSpec
     from engine.timing import TimingConfig, time_kernel
@@ -178,6 +196,7 @@ def handle(req: dict, out, baselines: _Baselines) -> dict:
         return result("ok", transformed_ir=text)
 
     copies = PLACEMENTS if sum(s.nbytes for s in specs) <= PLACEMENT_BYTES else 1
+    limit = req.get("run_limit_s")
 
     if req.get("mode") == "per-op":  # engine.profile: where the time goes, op by op
         from engine.profile import per_op
@@ -196,11 +215,26 @@ def handle(req: dict, out, baselines: _Baselines) -> dict:
             return result("transform-error" if e.stage == "transform" else "compile-error", error=str(e))
         return result("ok")
 
-    def first_run(compiled) -> tuple[float, np.ndarray]:
+    def late(elapsed: float) -> dict:
+        """The answer of a run the watchdog stopped at its limit."""
+        return result("timeout", exit=True,
+                      error=f"a run went over the {limit:.2f} s limit (the larger of "
+                            f"{req.get('timeout_factor', 10):g}x the baseline and {req.get('timeout_floor_s', 1):g} s)"
+                            f" and was stopped after {elapsed:.2f} s")
+
+    # the candidate's runs are watched: one over the limit is stopped as it passes it
+    watch = (lambda: watchdog.arm(limit, late)) if watchdog is not None and limit else None
+    unwatch = watchdog.disarm if watch is not None else None
+
+    def first_run(compiled, watched: bool = False) -> tuple[float, np.ndarray]:
         compiled.bind(random_inputs(specs, req["seed"]), copies)
+        if watched and watch is not None:
+            watch()
         t0 = time.perf_counter()
         compiled.call()
         first = time.perf_counter() - t0
+        if watched and unwatch is not None:
+            unwatch()
         output = compiled.result()
         compiled.free_result()
         return first, output
@@ -231,7 +265,7 @@ def handle(req: dict, out, baselines: _Baselines) -> dict:
             return result(status, error=str(e))
         phase("run", 0, 0)
         with stages.time("run"):
-            first, output = first_run(compiled)
+            first, output = first_run(compiled, watched=True)
         extra = {"transformed_ir": ir_text} if ir_text is not None else {}
         if base is None:  # this is the baseline itself
             err = _against_torch(req, output)
@@ -242,7 +276,6 @@ def handle(req: dict, out, baselines: _Baselines) -> dict:
         ok, err = _compare(output, base.output, req["rtol"], req["atol_scale"])
         if not ok:
             return result("wrong-result", error=err, **extra)
-        limit = req.get("run_limit_s")
         if limit and first > limit:
             return result("timeout", error=f"one run took {first:.2f} s, over the {limit:.2f} s limit "
                                            f"({req.get('timeout_factor', 10):g}x the baseline)", **extra)
@@ -255,11 +288,10 @@ def handle(req: dict, out, baselines: _Baselines) -> dict:
     if isinstance(prepared, dict):
         return prepared
     compiled, first, base, extra = prepared
-    limit = req.get("run_limit_s")
     cfg = TimingConfig(**req.get("timing", {}))
     cpu = req.get("cpu_lock") if req.get("exclusive", True) or req["parallel"] else None
     with _flock(req.get("lock")), _flock(cpu), _pinned(), _spinning(compiled, req["parallel"]):
-        timed = time_kernel(_timed_call(compiled), first * 1e3, cfg,
+        timed = time_kernel(_timed_call(compiled, watch, unwatch), first * 1e3, cfg,
                             _timed_call(base.compiled) if base else None, base.first_ms if base else 0.0,
                             limit_ms=limit * 1e3 if limit else None,
                             on_round=lambda i, n: phase("run", i, n), place=_placer(compiled, base))
@@ -339,6 +371,11 @@ def main() -> None:
     proto = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)
     sys.stdout = sys.stderr
+    # no worker outlives its engine: the pool says which process that is (a worker started as its
+    # parent died is already re-parented)
+    watchdog = Watchdog(int(os.environ.get("MLIR_RL_WORKER_PARENT") or os.getppid()), _SEND,
+                        lambda obj: _write(proto, obj))
+    watchdog.start()
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     import mlir.ir  # noqa: F401  (import once, before the first request)
 
@@ -349,7 +386,7 @@ def main() -> None:
             continue
         req = json.loads(line)
         try:
-            res = handle(req, proto, baselines)
+            res = handle(req, proto, baselines, watchdog)
         except Exception as e:  # noqa: BLE001 - report, never die on a Python error
             res = {"id": req.get("id"), "event": "result", "status": "crash",
                    "error": f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"}

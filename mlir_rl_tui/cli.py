@@ -191,7 +191,9 @@ def build_parser(only: str | None = None) -> tuple[argparse.ArgumentParser, dict
     """The parser; extension commands get their real arguments only when `only` names them."""
     parser = argparse.ArgumentParser(
         prog="mlir-rl-tui",
-        description="Schedule explorer for MLIR linalg code. `mlir-rl-tui FILE` opens the app.")
+        description="Schedule explorer for MLIR linalg code. `mlir-rl-tui FILE` opens the app.",
+        epilog="environment: MLIR_RL_TUI_CACHE=DIR, the folder of the measurement cache (default: the user "
+               "cache folder, ~/.cache/mlir-rl-tui)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     handlers: dict[str, Callable] = {}
     for name, (help_text, add) in BUILTIN.items():

@@ -132,3 +132,37 @@ def test_replay_refuses_a_program_that_changed(tmp_path, cli):
     src.write_text((SAMPLES / "matmul.mlir").read_text() + "\n// edited\n")
     r = cli("replay", path)
     assert r.returncode == 2 and "changed since the trace was recorded" in r.stderr
+
+
+def test_appending_after_a_cut_last_line_drops_it_first(matmul, tmp_path, capsys):
+    path = tmp_path / "cut.jsonl"
+    first, second, third = (parse("op0: T(32,32,32) NT; op1: NT"), parse("op0: T(16,16,16) T(8,8,8) V; op1: NT"),
+                            parse("op0: T(8,32,1) V; op1: NT"))
+    write_schedule(str(path), matmul, first, "user", None)
+    whole = path.read_bytes()
+    write_schedule(str(path), matmul, second, "policy", None)
+    data = path.read_bytes()
+    path.write_bytes(data[: len(whole) + 100])  # killed 100 bytes into the second episode's first record
+    assert read_trace(str(path)).truncated
+    capsys.readouterr()
+    write_schedule(str(path), matmul, third, "search", None)
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith("mlir-rl-tui: warning: trace ") and "100 bytes" in line
+    assert path.read_bytes().startswith(whole)  # every whole record kept as it was
+    tr = read_trace(str(path))
+    assert not tr.truncated and tr.bad_lines == 0 and len(tr.records) == 3 + 3
+    eps = tr.episodes()
+    assert [e.schedule for e in eps] == [first, third]  # the next episode is complete, on lines of its own
+    assert [r["step"] for r in eps[1].records] == [0, 1, 2] and eps[1].records[0]["source"] == "search"
+
+
+def test_a_file_holding_only_a_cut_line_is_emptied_before_appending(matmul, tmp_path):
+    from engine.trace import TraceWriter
+
+    path = tmp_path / "only-cut.jsonl"
+    path.write_bytes(b'{"program": "samples/matmul.ml')
+    with TraceWriter(str(path)) as w:
+        w.append({"program": "x", "program_sha256": "y", "op": "op0", "step": 0, "action": "NT"})
+        assert w.repaired == 30
+    tr = read_trace(str(path))
+    assert not tr.truncated and tr.bad_lines == 0 and [r["op"] for r in tr.records] == ["op0"]
