@@ -233,7 +233,7 @@ def build(text: str, script_text: str | None, parallel: bool, func: str, arg_spe
     ctx = ir.Context()
     transformed_ir = None
     with ctx, ir.Location.unknown():
-        module = _parse_and_transform(text, script_text, stages)
+        module = _parse_and_transform(text, script_text, stages, func)
         if want_ir:
             transformed_ir = str(module)
         for op in module.body.operations:
@@ -260,8 +260,9 @@ def build(text: str, script_text: str | None, parallel: bool, func: str, arg_spe
 
 
 
-def _parse_and_transform(text: str, script_text: str | None, stages: Stages):
-    """Parse the payload, tag its ops, apply the script (inside an active MLIR context)."""
+def _parse_and_transform(text: str, script_text: str | None, stages: Stages, func: str | None = None):
+    """Parse the payload, tag the ops of function `func` (the entry), apply the script (inside an
+    active MLIR context)."""
     from mlir import ir
     from mlir.dialects.transform import interpreter
 
@@ -269,7 +270,7 @@ def _parse_and_transform(text: str, script_text: str | None, stages: Stages):
 
     with stages.time("parse"):
         module = ir.Module.parse(text)
-        tag_ops(module)
+        tag_ops(module, func)
     if script_text:
         with stages.time("transform"):
             try:
@@ -282,9 +283,9 @@ def _parse_and_transform(text: str, script_text: str | None, stages: Stages):
     return module
 
 
-def transform_ir(text: str, script_text: str | None, stages: Stages) -> str:
+def transform_ir(text: str, script_text: str | None, stages: Stages, func: str | None = None) -> str:
     """Apply the transform script and return the transformed IR (no compilation)."""
     from mlir import ir
 
     with ir.Context(), ir.Location.unknown():
-        return str(_parse_and_transform(text, script_text, stages))
+        return str(_parse_and_transform(text, script_text, stages, func))
