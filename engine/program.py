@@ -119,7 +119,7 @@ class Program:
     """A loaded module: its text, entry function signature and linalg ops in traversal order."""
 
     text: str
-    sha256: str
+    sha256: str  # program_sha256: of the text, and of the entry function when there are several
     func_name: str
     args: list[TensorSpec]
     results: list[TensorSpec]
@@ -194,6 +194,14 @@ def sha256_text(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+def program_sha256(text: str, func: str, functions: list[str]) -> str:
+    """The program's identity (cache keys, the worker's baselines, traces): its text, and its entry
+    function when the text has several (two entries of one file are two programs)."""
+    if len(functions) <= 1:
+        return sha256_text(text)
+    return sha256_text(f"{text}\0entry=@{func}")
+
+
 def op_category(name: str) -> str:
     if name in _CONTRACTIONS or name.startswith("linalg.matmul"):
         return "matmul"
@@ -263,8 +271,8 @@ def describe_text(text: str, name: str = "<input>", entry: str | None = None) ->
                             f"schedules (compiling grows faster than the op count: 300 ops take 5 s, 600 ops 43 s); "
                             f"split the function")
         ops = _describe(raw_ops, name)
-    return Program(text=text, sha256=sha256_text(text), func_name=fname, args=args, results=results, ops=ops,
-                   functions=candidates)
+    return Program(text=text, sha256=program_sha256(text, fname, candidates), func_name=fname, args=args,
+                   results=results, ops=ops, functions=candidates)
 
 
 def collect_linalg_ops(root) -> list:

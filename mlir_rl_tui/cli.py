@@ -240,6 +240,8 @@ def _open_app(argv: list[str]) -> int:
     try:
         prog = pending.result(on_wait=lambda s: line.update(f"loading {args.file}: parsing"))
     except EntryError as e:  # several candidates and no --entry: the app asks
+        if args.entry is not None:
+            raise
         prog = EntryChoice(args.file, e.candidates, str(e), lambda name: load_file(args.file, name),
                            lambda chosen: measurement_note(chosen, args.file))
     finally:

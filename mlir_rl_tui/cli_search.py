@@ -101,6 +101,9 @@ def _resolve_program(ep, trace_path: str, entry: str | None = None):
                            "trace was recorded in)")
         prog = load_file(found, entry)
     if prog.sha256 != ep.program_sha256:
+        if len(prog.functions) > 1:
+            raise CliError(f"{trace_path}: {ep.program} changed since the trace was recorded, or the trace is of "
+                           f"another function than @{prog.func_name} (sha256 differs); pass its --entry")
         raise CliError(f"{trace_path}: {ep.program} changed since the trace was recorded (sha256 differs)")
     return prog
 

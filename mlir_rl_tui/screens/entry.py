@@ -46,6 +46,7 @@ class EntryPicker(ModalScreen[tuple[Program, str | None] | None]):
         super().__init__()
         self.choice = choice
         self.loading: str | None = None
+        self.error = ""  # the last function's one-line error, as shown
 
     def compose(self) -> ComposeResult:
         with Vertical():
@@ -76,7 +77,9 @@ class EntryPicker(ModalScreen[tuple[Program, str | None] | None]):
 
     def _failed(self, message: str) -> None:
         self.loading = None
+        self.error = message
         self.query_one("#entry-error", Label).update(message)
+        self.query_one(OptionList).focus()
 
     def action_cancel(self) -> None:
         self.dismiss(None)
