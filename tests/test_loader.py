@@ -221,3 +221,27 @@ def test_program_round_trips_through_the_loader_protocol():
         again = Program.from_json(prog.to_json(), prog.text)
         again.path = prog.path
         assert again == prog
+
+
+def test_export_of_an_entry_tags_and_transforms_only_that_function(engine, tmp_path):
+    """export.replayable parses in the loader; mlir-opt replays it to the worker's IR, in @helper only."""
+    import subprocess
+
+    import mlir
+
+    from engine import parse
+    from engine.export import replayable, strip_transforms
+
+    prog = load(private_helper_first(), name="h.mlir", entry="helper")
+    sched = parse("op0: T(4,8) V")
+    text = replayable(prog, sched)
+    payload = text[:text.index("transform.named_sequence")]
+    assert payload.count('rl.op = "op0"') == 1 and payload.index('rl.op = "op0"') < payload.index("@forward")
+    path = tmp_path / "replay.mlir"
+    path.write_text(text)
+    mlir_opt = os.path.join(os.path.dirname(mlir.__path__[0] + "/"), "bin", "mlir-opt")
+    out = subprocess.run([mlir_opt, "--transform-interpreter", str(path)], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    status, ir_text = engine.transformed_ir(prog, sched)
+    assert status == "ok" and strip_transforms(out.stdout) == strip_transforms(ir_text)
+    assert "vector." in ir_text[:ir_text.index("@forward")] and "vector." not in ir_text[ir_text.index("@forward"):]
