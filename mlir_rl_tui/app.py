@@ -59,7 +59,7 @@ class ScheduleApp(App[int]):
         assert self.program is not None
         self.push_screen(MainScreen(self.program, self.adapter, self.record))
         if note:
-            self.notify(note, title="measuring will take a while", timeout=15)
+            self.notify(note, title="measuring will take a while", timeout=15, markup=False)
 
     async def on_event(self, event: events.Event) -> None:
         if isinstance(event, events.Key | events.MouseDown):

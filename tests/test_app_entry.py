@@ -92,3 +92,16 @@ async def test_quitting_the_picker_ends_with_the_command_line_error(tmp_path):
         await pilot.press("escape")
         await pilot.pause()
     assert app.return_code == 2 and app.exit_error == choice.message and "--entry" in choice.message
+
+
+@sync
+async def test_a_slow_program_opens_with_a_note(tmp_path):
+    path = tmp_path / "mm.mlir"
+    path.write_text(matmul(2048))
+    prog = load_file(str(path))
+    note = measurement_note(prog, str(path))
+    app = make_app(prog, FakeAdapter(), note=note)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        assert isinstance(app.screen, MainScreen)
+        assert [n.message for n in app._notifications] == [note]
