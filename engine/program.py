@@ -16,8 +16,11 @@ from engine.errors import EntryError, LoadError
 
 #: Attribute that tags each payload op with its id, so transform scripts find it again.
 TAG = "rl.op"
-#: Bytes of arguments and results above which a program is refused before any allocation.
-MAX_PROGRAM_BYTES = 4 << 30
+#: Bytes of arguments and results above which a program is refused before any allocation. The measuring
+#: worker (8 GiB address space, engine.config) holds the arguments, the float64 draws they are made from,
+#: the baseline's and the candidate's results and MLIR itself (about 1.5 GiB): an add of two 1 GiB
+#: tensors (3 GiB) ran out of memory there after 42 s of drawing inputs.
+MAX_PROGRAM_BYTES = 2 << 30
 #: Linalg ops in the entry function above which a program is refused: compiling a chain of elementwise
 #: ops took 1 s at 100 ops, 5 s at 300 and 43 s at 600 (lowering and JIT both grow faster than linearly).
 MAX_OPS = 300
@@ -262,7 +265,8 @@ def describe_text(text: str, name: str = "<input>", entry: str | None = None) ->
         total = sum(s.nbytes for s in args + results)
         if total > MAX_PROGRAM_BYTES:
             raise LoadError(f"{name}: the arguments and result of @{fname} need {total / 2**30:.1f} GiB, more than "
-                            f"the {MAX_PROGRAM_BYTES / 2**30:.0f} GiB limit; use smaller shapes")
+                            f"the {MAX_PROGRAM_BYTES / 2**30:.0f} GiB a measuring worker can hold with its copies; "
+                            "use smaller shapes")
         raw_ops = collect_linalg_ops(func)
         if not raw_ops:
             raise LoadError(f"{name}: no linalg op found in @{fname}; nothing to schedule")

@@ -101,6 +101,7 @@ KINDS: dict[str, tuple[str, tuple[str, ...]]] = {
     "multi_public": ("--entry", ("inspect", "apply")),
     "private_helper_first": ("--entry", ("inspect", "apply")),
     "oversized": ("GiB", ("inspect", "apply", "app")),
+    "oversized_1gib_add": ("3.0 GiB, more than the 2 GiB", ("inspect", "apply", "app")),
     "too_many_ops": ("1500 linalg ops", ("inspect", "apply", "app")),
     "too_slow": ("limit for measuring", ("apply", "app")),
 }
@@ -118,6 +119,7 @@ def write(kind: str, folder: pathlib.Path) -> pathlib.Path:
         "multi_public": multi_public, "private_helper_first": private_helper_first,
         "oversized": lambda: (SAMPLES / "matmul.mlir").read_text().replace("256", "200000"),
         "too_many_ops": lambda: chain(1500), "too_slow": lambda: matmul(4096),
+        "oversized_1gib_add": lambda: add(16384),  # two 1 GiB arguments and a 1 GiB result
     }
     if kind in texts:
         path.write_text(texts[kind]())
