@@ -234,7 +234,7 @@ def build(text: str, script_text: str | None, parallel: bool, func: str, arg_spe
     ctx = ir.Context()
     transformed_ir = None
     with ctx, ir.Location.unknown():
-        module = _parse_and_transform(text, script_text, stages)
+        module = _parse_and_transform(text, script_text, stages, func)
         if want_ir:
             transformed_ir = str(module)
         for op in module.body.operations:
@@ -261,9 +261,10 @@ def build(text: str, script_text: str | None, parallel: bool, func: str, arg_spe
 
 
 
-def _parse_and_transform(text: str, script_text: str | None, stages: Stages, before=None):
-    """Parse the payload, tag its ops, apply the script (inside an active MLIR context). `before(module)`
-    runs between tagging and the script (engine.profile inserts its markers there)."""
+def _parse_and_transform(text: str, script_text: str | None, stages: Stages, func: str | None = None,
+                         before=None):
+    """Parse the payload, tag the ops of function `func` (the entry), apply the script (inside an active
+    MLIR context). `before(module)` runs between tagging and the script (engine.profile's markers)."""
     from mlir import ir
     from mlir.dialects.transform import interpreter
 
@@ -271,7 +272,7 @@ def _parse_and_transform(text: str, script_text: str | None, stages: Stages, bef
 
     with stages.time("parse"):
         module = ir.Module.parse(text)
-        tag_ops(module)
+        tag_ops(module, func)
         if before is not None:
             before(module)
     if script_text:
@@ -286,9 +287,9 @@ def _parse_and_transform(text: str, script_text: str | None, stages: Stages, bef
     return module
 
 
-def transform_ir(text: str, script_text: str | None, stages: Stages) -> str:
+def transform_ir(text: str, script_text: str | None, stages: Stages, func: str | None = None) -> str:
     """Apply the transform script and return the transformed IR (no compilation)."""
     from mlir import ir
 
     with ir.Context(), ir.Location.unknown():
-        return str(_parse_and_transform(text, script_text, stages))
+        return str(_parse_and_transform(text, script_text, stages, func))

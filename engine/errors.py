@@ -24,3 +24,12 @@ class LoadError(EngineError):
 
 class ScheduleError(EngineError):
     """Malformed schedule text or an action that is not legal for the op (masked)."""
+
+
+class EntryError(LoadError):
+    """The module has several functions that could be the entry; `candidates` names them (in textual
+    order), for `--entry NAME` or the app's picker."""
+
+    def __init__(self, message: str, candidates: list[str]) -> None:
+        super().__init__(message)
+        self.candidates = list(candidates)

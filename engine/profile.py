@@ -82,7 +82,8 @@ def per_op(text: str, script_text: str | None, parallel: bool, func: str, arg_sp
     stages = Stages()
     with ir.Context(), ir.Location.unknown():
         groups: list[list[str]] = []
-        module = _parse_and_transform(text, script_text, stages, lambda m: groups.extend(instrument(m, func)))
+        module = _parse_and_transform(text, script_text, stages, func,
+                                      before=lambda m: groups.extend(instrument(m, func)))
         for op in module.body.operations:
             if op.operation.name == "func.func" and ir.StringAttr(op.attributes["sym_name"]).value == func:
                 op.attributes["llvm.emit_c_interface"] = ir.UnitAttr.get()

@@ -7,16 +7,35 @@ can abort the process (transforms, compilation, runs) happens in `engine.worker`
 from __future__ import annotations
 
 import hashlib
+import math
 import re
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
-from engine.errors import LoadError
+from engine.errors import EntryError, LoadError
 
 #: Attribute that tags each payload op with its id, so transform scripts find it again.
 TAG = "rl.op"
-#: Bytes of arguments and results above which a program is refused before any allocation.
-MAX_PROGRAM_BYTES = 4 << 30
+#: Bytes of arguments and results above which a program is refused before any allocation. The measuring
+#: worker (8 GiB address space, engine.config) holds the arguments, the float64 draws they are made from,
+#: the baseline's and the candidate's results and MLIR itself (about 1.5 GiB): an add of two 1 GiB
+#: tensors (3 GiB) ran out of memory there after 42 s of drawing inputs.
+MAX_PROGRAM_BYTES = 2 << 30
+#: Linalg ops in the entry function above which a program is refused: compiling a chain of elementwise
+#: ops took 1 s at 100 ops, 5 s at 300 and 43 s at 600 (lowering and JIT both grow faster than linearly).
+MAX_OPS = 300
+#: Untransformed code runs near these rates (this machine: matmul 2.2 GFLOP/s, conv2d 2.6; elementwise
+#: ops below the memory bandwidth): they give an estimate of a baseline run before any work.
+BASELINE_FLOPS = 2e9
+BASELINE_BYTES_PER_S = 5e9
+#: An estimated baseline run above this is refused: the worker gives a first run 60 s (its compile
+#: time-out, the estimate may be 2-3x off) and a measurement runs the baseline about BASELINE_RUNS times.
+MAX_BASELINE_S = 15.0
+#: Above this, the command line says how long measuring will take before it starts.
+NOTE_BASELINE_S = 1.0
+#: Runs of the baseline in a first measurement of a schedule (engine.timing with the default config):
+#: the baseline alone (first run, warm-up, 10 rounds of 3), then about 5-10 rounds paired with the schedule.
+BASELINE_RUNS = 40
 
 DTYPES = {
     "f32": "float32", "f64": "float64", "f16": "float16", "i64": "int64", "i32": "int32",
@@ -103,12 +122,14 @@ class Program:
     """A loaded module: its text, entry function signature and linalg ops in traversal order."""
 
     text: str
-    sha256: str
+    sha256: str  # program_sha256: of the text, and of the entry function when there are several
     func_name: str
     args: list[TensorSpec]
     results: list[TensorSpec]
     ops: list[LinalgOp]
     path: str | None = None
+    #: Every function with a body (candidates for the entry, `func_name`).
+    functions: list[str] = field(default_factory=list)
 
     def op(self, op_id: str) -> LinalgOp:
         for o in self.ops:
@@ -122,9 +143,66 @@ class Program:
         """Arithmetic operations of the program (fills do none), for GFLOP/s."""
         return sum(o.flops for o in self.ops if o.name != "linalg.fill")
 
+    @property
+    def bytes_moved(self) -> int:
+        """Bytes an untransformed run reads and writes at least: arguments, result, and each
+        intermediate result written once and read once (taken as 4-byte elements)."""
+        inter = sum(4 * math.prod(o.result_shape) for o in self.ops[1:])
+        return sum(s.nbytes for s in self.args + self.results) + 2 * inter
+
+    @property
+    def estimated_baseline_s(self) -> float:
+        """What one untransformed run should take: an estimate from flops and bytes, not a measurement."""
+        return self.flops / BASELINE_FLOPS + self.bytes_moved / BASELINE_BYTES_PER_S
+
+    def to_json(self) -> dict:
+        """Everything but the text (the loader's answer; the caller has the text)."""
+        d = asdict(self)
+        del d["text"]
+        return d
+
+    @classmethod
+    def from_json(cls, d: dict, text: str) -> Program:
+        ops = []
+        for o in d["ops"]:
+            o = dict(o)
+            o["loops"] = [Loop(**lp) for lp in o["loops"]]
+            o["decompose_dims"] = tuple(o["decompose_dims"]) if o["decompose_dims"] is not None else None
+            o["result_shape"] = tuple(o["result_shape"])
+            ops.append(LinalgOp(**o))
+        specs = {k: [TensorSpec(tuple(t["shape"]), t["dtype"]) for t in d[k]] for k in ("args", "results")}
+        return cls(text=text, sha256=d["sha256"], func_name=d["func_name"], ops=ops, path=d.get("path"),
+                   functions=list(d.get("functions", [])), **specs)
+
+
+def measurement_note(program: Program, name: str) -> str | None:
+    """Before measuring: a LoadError when the untransformed program would run too long to be measured,
+    a one-line note when measuring will take a while, else None."""
+    t = program.estimated_baseline_s
+    what = f"{program.flops / 1e9:.1f} GFLOP, {program.bytes_moved / 2**20:.0f} MiB"
+    if t > MAX_BASELINE_S:
+        raise LoadError(f"{name}: an untransformed run of @{program.func_name} should take about {_duration(t)} "
+                        f"({what}), over the {MAX_BASELINE_S:.0f} s limit for measuring; use smaller shapes")
+    if t > NOTE_BASELINE_S:
+        return (f"{name}: an untransformed run of @{program.func_name} should take about {_duration(t)} ({what}); "
+                f"measuring a schedule runs it about {BASELINE_RUNS} times, about {_duration(BASELINE_RUNS * t)}")
+    return None
+
+
+def _duration(s: float) -> str:
+    return f"{s:.1f} s" if s < 100 else f"{s / 60:.0f} min"
+
 
 def sha256_text(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+def program_sha256(text: str, func: str, functions: list[str]) -> str:
+    """The program's identity (cache keys, the worker's baselines, traces): its text, and its entry
+    function when the text has several (two entries of one file are two programs)."""
+    if len(functions) <= 1:
+        return sha256_text(text)
+    return sha256_text(f"{text}\0entry=@{func}")
 
 
 def op_category(name: str) -> str:
@@ -141,56 +219,69 @@ def op_category(name: str) -> str:
     return "unknown"
 
 
-def load_file(path: str) -> Program:
-    """Read and load a .mlir file; every failure is a LoadError with one line naming the cause."""
-    try:
-        with open(path, "rb") as f:
-            raw = f.read()
-    except OSError as e:
-        raise LoadError(f"{path}: cannot read file ({e.strerror})") from None
-    try:
-        text = raw.decode()
-    except UnicodeDecodeError:
-        raise LoadError(f"{path}: not MLIR text (binary data)") from None
-    prog = load(text, name=path)
-    prog.path = path
-    return prog
+def load_file(path: str, entry: str | None = None) -> Program:
+    """Read and load a .mlir file in a guarded process (engine.loader); every failure is a LoadError
+    with one line naming the cause. `entry` names the function to schedule and time."""
+    from engine.loader import load_file as guarded_load_file
+
+    return guarded_load_file(path, entry)
 
 
-def load(text: str, name: str = "<input>") -> Program:
-    """Parse MLIR text and describe its linalg ops (paper Sec. III-IV)."""
+def load(text: str, name: str = "<input>", entry: str | None = None) -> Program:
+    """Parse MLIR text and describe its linalg ops (paper Sec. III-IV), in a guarded process."""
+    from engine.loader import load_text
+
+    return load_text(text, name, entry)
+
+
+def describe_text(text: str, name: str = "<input>", entry: str | None = None) -> Program:
+    """`load` in this process: only `engine.load_worker` calls it, since MLIR's parser can abort or
+    overflow its stack on bad input (engine.text_check)."""
     from mlir import ir
+
+    from engine.text_check import check_text
 
     if not text.strip():
         raise LoadError(f"{name}: empty file, expected an MLIR module with linalg ops")
+    problem = check_text(text, name)
+    if problem:
+        raise LoadError(problem)
     ctx = ir.Context()
     ctx.allow_unregistered_dialects = False
     with ctx, ir.Location.unknown():
         try:
             module = ir.Module.parse(text)
         except ir.MLIRError as e:
-            raise LoadError(f"{name}: not valid MLIR: {_first_diagnostic(e)}") from None
+            raise LoadError(f"{name}: not valid MLIR: {first_diagnostic(e)}") from None
         except Exception as e:  # noqa: BLE001 - binding errors vary by input
             raise LoadError(f"{name}: not valid MLIR: {str(e).splitlines()[0] if str(e) else type(e).__name__}") from None
-        func = _entry_function(module, name)
-        args = [_tensor_spec(a.type, f"argument {i} of @{_sym(func)}", name) for i, a in enumerate(func.arguments)]
+        func, candidates = entry_function(module, name, entry)
+        fname = _sym(func)
+        args = [_tensor_spec(a.type, f"argument {i} of @{fname}", name) for i, a in enumerate(func.arguments)]
         ftype = ir.FunctionType(ir.TypeAttr(func.attributes["function_type"]).value)
-        results = [_tensor_spec(t, f"result {i} of @{_sym(func)}", name) for i, t in enumerate(ftype.results)]
+        results = [_tensor_spec(t, f"result {i} of @{fname}", name) for i, t in enumerate(ftype.results)]
         if len(results) != 1:
-            raise LoadError(f"{name}: @{_sym(func)} returns {len(results)} values; exactly one tensor result is supported")
+            raise LoadError(f"{name}: @{fname} returns {len(results)} values; exactly one tensor result is supported")
         total = sum(s.nbytes for s in args + results)
         if total > MAX_PROGRAM_BYTES:
-            raise LoadError(f"{name}: arguments and result need {total / 2**30:.1f} GiB, more than the "
-                            f"{MAX_PROGRAM_BYTES / 2**30:.0f} GiB limit; use smaller shapes")
-        raw_ops = collect_linalg_ops(module)
+            raise LoadError(f"{name}: the arguments and result of @{fname} need {total / 2**30:.1f} GiB, more than "
+                            f"the {MAX_PROGRAM_BYTES / 2**30:.0f} GiB a measuring worker can hold with its copies; "
+                            "use smaller shapes")
+        raw_ops = collect_linalg_ops(func)
         if not raw_ops:
-            raise LoadError(f"{name}: no linalg op found in @{_sym(func)}; nothing to schedule")
+            raise LoadError(f"{name}: no linalg op found in @{fname}; nothing to schedule")
+        if len(raw_ops) > MAX_OPS:
+            raise LoadError(f"{name}: @{fname} has {len(raw_ops)} linalg ops, more than the {MAX_OPS} the engine "
+                            f"schedules (compiling grows faster than the op count: 300 ops take 5 s, 600 ops 43 s); "
+                            f"split the function")
         ops = _describe(raw_ops, name)
-    return Program(text=text, sha256=sha256_text(text), func_name=_sym(func), args=args, results=results, ops=ops)
+    return Program(text=text, sha256=program_sha256(text, fname, candidates), func_name=fname, args=args,
+                   results=results, ops=ops, functions=candidates)
 
 
-def collect_linalg_ops(module) -> list:
-    """Linalg structured ops in textual (pre-)order, not descending into their bodies."""
+def collect_linalg_ops(root) -> list:
+    """Linalg structured ops under `root` (a module or a function) in textual (pre-)order, not
+    descending into their bodies."""
     from mlir import ir
 
     found = []
@@ -201,7 +292,7 @@ def collect_linalg_ops(module) -> list:
             return ir.WalkResult.SKIP
         return ir.WalkResult.ADVANCE
 
-    module.operation.walk(visit, ir.WalkOrder.PRE_ORDER)
+    root.operation.walk(visit, ir.WalkOrder.PRE_ORDER)
     return found
 
 
@@ -210,17 +301,21 @@ def traversal_ids(n: int) -> list[str]:
     return [f"op{n - 1 - i}" for i in range(n)]
 
 
-def tag_ops(module) -> None:
-    """Tag every linalg op with its traversal id (the worker calls this on a fresh parse)."""
+def tag_ops(module, func: str | None = None) -> None:
+    """Tag every linalg op of function `func` (all functions when None) with its traversal id; the
+    worker calls this on a fresh parse, so ids match the Program's."""
     from mlir import ir
 
-    ops = collect_linalg_ops(module)
+    root = module
+    if func is not None:
+        root = next((f for f in functions_with_body(module) if _sym(f) == func), module)
+    ops = collect_linalg_ops(root)
     for op, oid in zip(ops, traversal_ids(len(ops))):
         op.attributes[TAG] = ir.StringAttr.get(oid)
 
 
 # ----------------------------------------------------------------------------------------------
-def _first_diagnostic(e) -> str:
+def first_diagnostic(e) -> str:
     diags = getattr(e, "error_diagnostics", None) or []
     if diags:
         d = diags[0]
@@ -238,18 +333,41 @@ def _sym(func) -> str:
     return ir.StringAttr(func.attributes["sym_name"]).value
 
 
-def _entry_function(module, name: str):
+def functions_with_body(module) -> list:
+    """The module's func.func ops that have a body (declarations are not candidates)."""
+    return [op for op in module.body.operations
+            if op.operation.name == "func.func" and len(op.regions[0].blocks) > 0]
+
+
+def _public(func) -> bool:
     from mlir import ir
 
-    funcs = [op for op in module.body.operations if op.operation.name == "func.func"]
-    with_body = [f for f in funcs if len(f.regions[0].blocks) > 0]
-    if not with_body:
+    vis = func.attributes["sym_visibility"] if "sym_visibility" in func.attributes else None
+    return vis is None or ir.StringAttr(vis).value == "public"
+
+
+def entry_function(module, name: str, entry: str | None):
+    """(the function to schedule and time, the names of every candidate).
+
+    Without `entry` the choice must be obvious: one function, or one public function with no private
+    helper before it (a helper first may well be the kernel, called by a driver). Otherwise an
+    EntryError lists the candidates, for `--entry NAME` or the app's picker."""
+    funcs = functions_with_body(module)
+    if not funcs:
         raise LoadError(f"{name}: no func.func with a body; expected a function computing with linalg ops")
-    for f in with_body:
-        vis = f.attributes["sym_visibility"] if "sym_visibility" in f.attributes else None
-        if vis is None or ir.StringAttr(vis).value == "public":
-            return f
-    return with_body[0]
+    names = [_sym(f) for f in funcs]
+    listed = ", ".join("@" + n for n in names)
+    if entry is not None:
+        want = entry.lstrip("@")
+        for f, n in zip(funcs, names):
+            if n == want:
+                return f, names
+        raise EntryError(f"{name}: no function @{want}; --entry must name one of {listed}", names)
+    public = [f for f in funcs if _public(f)]
+    if len(funcs) == 1 or (len(public) == 1 and public[0] is funcs[0]):
+        return funcs[0], names
+    why = f"{len(public)} public functions" if len(public) > 1 else "a private function before the public one"
+    raise EntryError(f"{name}: {why} ({listed}); choose the one to schedule and time with --entry NAME", names)
 
 
 def _tensor_spec(t, what: str, name: str) -> TensorSpec:

@@ -190,7 +190,7 @@ def handle(req: dict, out, baselines: _Baselines, watchdog: Watchdog | None = No
         from engine.compile import transform_ir
 
         try:
-            text = transform_ir(req["program"], script, stages)
+            text = transform_ir(req["program"], script, stages, req.get("func"))
         except StageError as e:
             return result("transform-error", error=str(e))
         return result("ok", transformed_ir=text)

@@ -1,4 +1,5 @@
-"""The Textual app: `mlir-rl-tui FILE` opens it on a loaded Program (the CLI loads the file first)."""
+"""The Textual app: `mlir-rl-tui FILE` opens it on a loaded Program (the CLI loads the file first), or
+on an EntryChoice when the file has several candidate functions and no --entry (a picker asks)."""
 
 from __future__ import annotations
 
@@ -6,11 +7,14 @@ from textual import events
 from textual.app import App
 from textual.binding import Binding
 
-from engine import Program
+from engine import LoadError, Program
 from mlir_rl_tui.adapter import Adapter, EngineAdapter
 from mlir_rl_tui.commands import ScheduleCommands
 from mlir_rl_tui.idle_gc import IdleCollector
+from mlir_rl_tui.screens.entry import EntryChoice, EntryPicker
 from mlir_rl_tui.screens.main import MainScreen
+
+__all__ = ["EntryChoice", "ScheduleApp", "make_app", "run_app"]
 
 
 class ScheduleApp(App[int]):
@@ -24,15 +28,38 @@ class ScheduleApp(App[int]):
         Binding("question_mark", "help", "help", key_display="?"),
     ]
 
-    def __init__(self, program: Program, adapter: Adapter, record: str | None = None) -> None:
+    def __init__(self, program: Program | EntryChoice, adapter: Adapter, record: str | None = None,
+                 note: str | None = None) -> None:
         super().__init__()
-        self.program = program
+        self.choice = program if isinstance(program, EntryChoice) else None
+        self.program: Program | None = None if self.choice else program
         self.adapter = adapter
         self.record = record
+        self.note = note
+        #: One line for the command line to print after the app closed (the user quit the entry picker).
+        self.exit_error: str | None = None
         self.idle_gc = IdleCollector()  # started by the main screen after its first paint
 
     def on_mount(self) -> None:
+        if self.choice is not None:
+            self.push_screen(EntryPicker(self.choice), self._entry_picked)
+        else:
+            self._open(self.note)
+
+    def _entry_picked(self, picked: tuple[Program, str | None] | None) -> None:
+        if picked is None:
+            assert self.choice is not None
+            self.exit_error = self.choice.message
+            self.exit(return_code=2)
+            return
+        self.program = picked[0]
+        self._open(picked[1])
+
+    def _open(self, note: str | None) -> None:
+        assert self.program is not None
         self.push_screen(MainScreen(self.program, self.adapter, self.record))
+        if note:
+            self.notify(note, title="measuring will take a while", timeout=15, markup=False)
 
     async def on_event(self, event: events.Event) -> None:
         if isinstance(event, events.Key | events.MouseDown):
@@ -56,17 +83,21 @@ class ScheduleApp(App[int]):
         raise LookupError("the main screen is not open")
 
 
-def make_app(program: Program, adapter: Adapter | None = None, policy: str | None = None,
-             record: str | None = None) -> ScheduleApp:
+def make_app(program: Program | EntryChoice, adapter: Adapter | None = None, policy: str | None = None,
+             record: str | None = None, note: str | None = None) -> ScheduleApp:
     """One factory for the CLI and the tests (tests inject a fake or shared-engine adapter)."""
-    return ScheduleApp(program, adapter or EngineAdapter(policy=policy), record)
+    return ScheduleApp(program, adapter or EngineAdapter(policy=policy), record, note)
 
 
-def run_app(program: Program, policy: str | None = None, record: str | None = None) -> int:
-    """Run until the user quits; the engine's workers are closed on the way out."""
-    app = make_app(program, policy=policy, record=record)
+def run_app(program: Program | EntryChoice, policy: str | None = None, record: str | None = None,
+            note: str | None = None) -> int:
+    """Run until the user quits; the engine's workers are closed on the way out. Quitting the entry
+    picker raises the LoadError the command line prints (one line, status 2)."""
+    app = make_app(program, policy=policy, record=record, note=note)
     try:
         app.run()
     finally:
         app.adapter.close()
+    if app.exit_error:
+        raise LoadError(app.exit_error)
     return app.return_code or 0

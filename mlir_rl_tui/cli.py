@@ -23,6 +23,34 @@ def emit(obj: dict) -> None:
     sys.stdout.flush()
 
 
+def add_entry(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--entry", metavar="NAME",
+                   help="the function to schedule and time (needed when the file has several)")
+
+
+def load_program(args: argparse.Namespace):
+    """Load args.file with args.entry, guarded (engine.loader): every failure is one line."""
+    from engine.loader import load_file
+    from mlir_rl_tui.progress import ProgressLine
+
+    line = ProgressLine()
+    try:
+        return load_file(args.file, getattr(args, "entry", None),
+                         on_wait=lambda s: line.update(f"loading {args.file}: parsing"))
+    finally:
+        line.clear()
+
+
+def check_measurable(prog, name: str) -> None:
+    """Before measuring: refuse a program whose untransformed run is too long to measure (one-line
+    error), and say on stderr how long measuring will take when that is more than a few seconds."""
+    from engine.program import measurement_note
+
+    note = measurement_note(prog, name)
+    if note:
+        print(f"mlir-rl-tui: note: {note}", file=sys.stderr, flush=True)
+
+
 def make_engine(args: argparse.Namespace):
     from engine import Engine
     from engine.config import MeasureConfig
@@ -34,13 +62,14 @@ def make_engine(args: argparse.Namespace):
 # ------------------------------------------------------------------------------------------------
 def _add_inspect(p: argparse.ArgumentParser) -> Callable:
     p.add_argument("file")
+    add_entry(p)
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
     def run(args: argparse.Namespace) -> int:
-        from engine import Session, load_file
+        from engine import Session
         from engine.state import action_mask
 
-        prog = load_file(args.file)
+        prog = load_program(args)
         sess = Session(prog)
         if args.json:
             from engine.features import features
@@ -78,6 +107,7 @@ def _add_inspect(p: argparse.ArgumentParser) -> Callable:
 
 def _add_apply(p: argparse.ArgumentParser) -> Callable:
     p.add_argument("file")
+    add_entry(p)
     p.add_argument("--schedule", default="", help="e.g. 'op0: TP(64,64,0) T(8,32,1) V' ('' = baseline)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("-o", "--output", help="write the transformed module (before lowering) here")
@@ -90,26 +120,30 @@ def _add_apply(p: argparse.ArgumentParser) -> Callable:
                                                           "between the ops; fused producers count in their consumer)")
 
     def run(args: argparse.Namespace) -> int:
-        from engine import load_file, parse
+        from engine import parse
         from engine.state import replay
+        from mlir_rl_tui.progress import ProgressLine
 
-        prog = load_file(args.file)
+        prog = load_program(args)
         sched = parse(args.schedule)
         replay(prog, sched)  # one-line ScheduleError before any work
+        check_measurable(prog, args.file)
         if args.emit_transform:
             from engine.export import replayable
 
             _write(args.emit_transform, replayable(prog, sched))
-        with make_engine(args) as eng:
-            if args.output:
-                status, text = eng.transformed_ir(prog, sched)
-                if status != "ok":
-                    return fail(f"{status}: {text}", 1)
-                _write(args.output, text)
-            m = eng.measure(prog, sched, on_progress=None if args.json else _progress)
-            groups = eng.per_op(prog, sched) if args.per_op and m.ok else None
-        if not args.json:
-            _clear_progress()
+        line = ProgressLine()
+        try:
+            with make_engine(args) as eng:
+                if args.output:
+                    status, text = eng.transformed_ir(prog, sched)
+                    if status != "ok":
+                        return fail(f"{status}: {text}", 1)
+                    _write(args.output, text)
+                m = eng.measure(prog, sched, on_progress=line.phase("apply"))
+                groups = eng.per_op(prog, sched) if args.per_op and m.ok else None
+        finally:
+            line.clear()
         if args.json:
             emit({**m.to_json(), **({"per_op": groups} if groups is not None else {})})
         else:
@@ -154,19 +188,6 @@ def _write(path: str, text: str) -> None:
         raise CliError(f"cannot write {path}: {e.strerror}") from None
 
 
-def _progress(phase: str, i: int, n: int) -> None:
-    if sys.stderr.isatty():
-        msg = f"{phase} {i}/{n}" if n else phase
-        sys.stderr.write(f"\r\033[K{msg}")
-        sys.stderr.flush()
-
-
-def _clear_progress() -> None:
-    if sys.stderr.isatty():
-        sys.stderr.write("\r\033[K")
-        sys.stderr.flush()
-
-
 BUILTIN = {
     "inspect": ("ops, loops, features and action mask of a program", _add_inspect),
     "apply": ("apply a schedule, measure it, report the speedup", _add_apply),
@@ -209,17 +230,35 @@ def build_parser(only: str | None = None) -> tuple[argparse.ArgumentParser, dict
 def _open_app(argv: list[str]) -> int:
     p = argparse.ArgumentParser(prog="mlir-rl-tui", description="Open the schedule explorer on FILE.")
     p.add_argument("file")
+    add_entry(p)
     p.add_argument("--policy", help="policy checkpoint for suggestions (default: the shipped one)")
     p.add_argument("--record", help="append a trace of every step to this JSONL file")
     args = p.parse_args(argv)
-    from engine import load_file
+    from engine.errors import EntryError
+    from engine.loader import PendingLoad, load_file
+    from engine.program import measurement_note
+    from mlir_rl_tui.progress import ProgressLine
 
-    prog = load_file(args.file)  # a bad file fails here, before the screen is taken
+    # the loader parses while this process imports Textual; a bad file fails before the screen is taken
+    pending = PendingLoad(args.file, args.entry)
     try:
-        from mlir_rl_tui.app import run_app
+        from mlir_rl_tui.app import EntryChoice, run_app
     except ImportError as e:
         raise CliError(f"the app is not available: {e}") from None
-    return run_app(prog, policy=args.policy, record=args.record)
+    line = ProgressLine()
+    try:
+        prog = pending.result(on_wait=lambda s: line.update(f"loading {args.file}: parsing"))
+    except EntryError as e:  # several candidates and no --entry: the app asks
+        if args.entry is not None:
+            raise
+        prog = EntryChoice(args.file, e.candidates, str(e), lambda name: load_file(args.file, name),
+                           lambda chosen: measurement_note(chosen, args.file))
+    finally:
+        line.clear()
+    if isinstance(prog, EntryChoice):
+        return run_app(prog, policy=args.policy, record=args.record)
+    note = measurement_note(prog, args.file)  # refuses a program too slow to measure
+    return run_app(prog, policy=args.policy, record=args.record, note=note)
 
 
 def main(argv: list[str] | None = None) -> int:

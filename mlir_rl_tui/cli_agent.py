@@ -7,7 +7,7 @@ import os
 import sys
 from collections.abc import Callable
 
-from mlir_rl_tui.cli import CliError, emit, make_engine
+from mlir_rl_tui.cli import CliError, add_entry, check_measurable, emit, load_program, make_engine
 
 
 def _policy(path: str | None):
@@ -23,6 +23,7 @@ def _policy(path: str | None):
 # ------------------------------------------------------------------------------------------------
 def _add_optimize(p: argparse.ArgumentParser) -> Callable:
     p.add_argument("file")
+    add_entry(p)
     p.add_argument("--policy", help="policy checkpoint (default: the shipped one)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--runs", type=int, default=5, help="timed runs (median reported)")
@@ -32,9 +33,10 @@ def _add_optimize(p: argparse.ArgumentParser) -> Callable:
 
     def run(args: argparse.Namespace) -> int:
         from agent.suggest import to_measure
-        from engine import Schedule, Session, load_file
+        from engine import Schedule, Session
 
-        prog = load_file(args.file)
+        prog = load_program(args)
+        check_measurable(prog, args.file)
         pol = _policy(args.policy)
         fallback = None
         with make_engine(args) as eng:

@@ -4,18 +4,29 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import time
 from collections.abc import Callable
 
-from mlir_rl_tui.cli import CliError, _clear_progress, emit, make_engine
+from mlir_rl_tui.cli import CliError, add_entry, check_measurable, emit, load_program, make_engine
+from mlir_rl_tui.progress import ProgressLine
+
+_line: ProgressLine | None = None
 
 
 def _status_line(text: str) -> None:
-    """A live progress line on stderr (only on a terminal, so logs and pipes stay clean)."""
-    if sys.stderr.isatty():
-        sys.stderr.write("\r\033[K" + text[: max(20, os.get_terminal_size(2).columns - 1)])
-        sys.stderr.flush()
+    """The command's progress line on stderr (mlir_rl_tui.progress: after a second, then rewritten in
+    place on a terminal, a line every few seconds in a log)."""
+    global _line
+    if _line is None:
+        _line = ProgressLine()
+    _line.update(text)
+
+
+def _clear_progress() -> None:
+    global _line
+    if _line is not None:
+        _line.clear()
+    _line = None
 
 
 def _fmt_speedup(s) -> str:
@@ -27,6 +38,7 @@ def _add_search(p: argparse.ArgumentParser) -> Callable:
     from engine.search import METHODS
 
     p.add_argument("file")
+    add_entry(p)
     p.add_argument("--method", choices=list(METHODS), default="hill")
     p.add_argument("--budget", type=int, default=30, help="measurements the search may make (default 30)")
     p.add_argument("--seed", type=int, default=0)
@@ -35,12 +47,12 @@ def _add_search(p: argparse.ArgumentParser) -> Callable:
     p.add_argument("--runs", type=int, default=5, help="timed runs per measurement (median reported)")
 
     def run(args: argparse.Namespace) -> int:
-        from engine import load_file
         from engine.search import search
 
         if args.budget < 1:
             raise CliError(f"--budget must be at least 1, not {args.budget}")
-        prog = load_file(args.file)
+        prog = load_program(args)
+        check_measurable(prog, args.file)
         start = time.monotonic()
 
         def progress(r) -> None:
@@ -74,27 +86,31 @@ def _add_search(p: argparse.ArgumentParser) -> Callable:
 
 
 # ------------------------------------------------------------------------------------------------
-def _resolve_program(ep, trace_path: str):
+def _resolve_program(ep, trace_path: str, entry: str | None = None):
     """The episode's program: its path (as recorded, then beside the trace), or the text it carries."""
     from engine import load, load_file
 
     text = ep.program_text
     if text is not None:
-        prog = load(text, name=ep.program_sha256[:12])
+        prog = load(text, name=ep.program_sha256[:12], entry=entry)
     else:
         cands = [ep.program, os.path.join(os.path.dirname(os.path.abspath(trace_path)), ep.program)]
         found = next((c for c in cands if os.path.isfile(c)), None)
         if found is None:
             raise CliError(f"{trace_path}: program {ep.program} not found (run replay from the folder the "
                            "trace was recorded in)")
-        prog = load_file(found)
+        prog = load_file(found, entry)
     if prog.sha256 != ep.program_sha256:
+        if len(prog.functions) > 1:
+            raise CliError(f"{trace_path}: {ep.program} changed since the trace was recorded, or the trace is of "
+                           f"another function than @{prog.func_name} (sha256 differs); pass its --entry")
         raise CliError(f"{trace_path}: {ep.program} changed since the trace was recorded (sha256 differs)")
     return prog
 
 
 def _add_replay(p: argparse.ArgumentParser) -> Callable:
     p.add_argument("trace", help="JSONL trace written by search, the env or the app")
+    add_entry(p)
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--runs", type=int, default=5, help="timed runs per measurement (median reported)")
 
@@ -112,7 +128,7 @@ def _add_replay(p: argparse.ArgumentParser) -> Callable:
         rows = []
         with make_engine(args) as eng:
             for i, ep in enumerate(episodes):
-                prog = _resolve_program(ep, args.trace)
+                prog = _resolve_program(ep, args.trace, args.entry)
                 sched = ep.schedule
                 replay(prog, sched, eng.limits, eng.openmp)  # ScheduleError (one line) if the trace is not legal
                 _status_line(f"replay: episode {i + 1}/{len(episodes)}: measuring {sched}")

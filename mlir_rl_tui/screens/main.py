@@ -119,6 +119,8 @@ class MainScreen(Screen):
     def on_mount(self) -> None:
         name = os.path.basename(self.program.path or "program")
         self.title = "mlir-rl-tui"
+        if len(self.program.functions) > 1:  # the entry function, when the file has several
+            name += f" @{self.program.func_name}"
         self.sub_title = f"{name}  ({len(self.program.ops)} ops, {self.program.flops / 1e6:.1f} MFLOP)"
         self.query_one(IRView).set_text("original", self.program.text)
         if self.trace_path:

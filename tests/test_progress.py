@@ -1,0 +1,79 @@
+"""The progress line: silent for the first second, then rewritten in place (terminal) or rate-limited (log)."""
+
+from __future__ import annotations
+
+import io
+import time
+
+from mlir_rl_tui.progress import ProgressLine
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.t = 100.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def test_nothing_within_the_first_second_then_the_elapsed_time():
+    out, clock = io.StringIO(), Clock()
+    line = ProgressLine(out, clock=clock, tty=False, tick_s=None)
+    line.update("apply: compiling")
+    clock.t += 0.9
+    line.update("apply: first run")
+    assert out.getvalue() == ""
+    clock.t += 0.2
+    line.update("apply: first run")
+    assert out.getvalue() == "apply: first run (1 s)\n"
+
+
+def test_a_log_gets_a_line_every_few_seconds_not_every_update():
+    out, clock = io.StringIO(), Clock()
+    line = ProgressLine(out, clock=clock, tty=False, every_s=5.0, tick_s=None)
+    for i in range(1, 100):
+        clock.t += 0.125
+        line.update(f"apply: timing, round {i} of at least 10")
+    lines = out.getvalue().splitlines()
+    assert lines == ["apply: timing, round 8 of at least 10 (1 s)", "apply: timing, round 48 of at least 10 (6 s)",
+                     "apply: timing, round 88 of at least 10 (11 s)"]
+    line.clear()
+    assert out.getvalue().endswith("(11 s)\n")  # a log keeps its lines
+
+
+def test_a_terminal_line_is_rewritten_in_place_and_cleared():
+    out, clock = io.StringIO(), Clock()
+    line = ProgressLine(out, clock=clock, tty=True, tick_s=None)
+    clock.t += 2
+    line.update("loading x.mlir: parsing")
+    clock.t += 1
+    line.update("loading x.mlir: parsing")
+    line.clear()
+    assert out.getvalue() == ("\r\033[Kloading x.mlir: parsing (2 s)\r\033[Kloading x.mlir: parsing (3 s)"
+                              "\r\033[K")
+
+
+def test_the_ticker_shows_the_line_when_nothing_reports():
+    """One long baseline run reports nothing for seconds: the line still appears and counts."""
+    out = io.StringIO()
+    line = ProgressLine(out, after_s=0.05, every_s=0.0, tty=False, tick_s=0.02)
+    line.update("apply: first run")  # before after_s: nothing yet
+    time.sleep(0.3)
+    line.clear()
+    shown = out.getvalue()
+    assert "apply: first run (0 s)" in shown
+    n = shown.count("\n")
+    time.sleep(0.1)
+    assert out.getvalue().count("\n") == n  # stopped after clear()
+
+
+def test_engine_phases_read_as_words():
+    out, clock = io.StringIO(), Clock()
+    line = ProgressLine(out, clock=clock, tty=False, every_s=0.0, tick_s=None)
+    clock.t += 1
+    on_progress = line.phase("apply")
+    on_progress("baseline", 0, 0)
+    on_progress("run", 0, 0)
+    on_progress("run", 3, 10)
+    assert out.getvalue().splitlines() == ["apply: compiling and running the baseline (1 s)",
+                                           "apply: first run (1 s)", "apply: timing, round 3 of at least 10 (1 s)"]
