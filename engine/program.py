@@ -255,6 +255,10 @@ def describe_text(text: str, name: str = "<input>", entry: str | None = None) ->
             raise LoadError(f"{name}: not valid MLIR: {first_diagnostic(e)}") from None
         except Exception as e:  # noqa: BLE001 - binding errors vary by input
             raise LoadError(f"{name}: not valid MLIR: {str(e).splitlines()[0] if str(e) else type(e).__name__}") from None
+        foreign = _foreign_code(module)
+        if foreign:
+            raise LoadError(f"{name}: {foreign}; a program may only compute with its own functions (running it "
+                            "would call code outside the file)")
         func, candidates = entry_function(module, name, entry)
         fname = _sym(func)
         args = [_tensor_spec(a.type, f"argument {i} of @{fname}", name) for i, a in enumerate(func.arguments)]
@@ -277,6 +281,27 @@ def describe_text(text: str, name: str = "<input>", entry: str | None = None) ->
         ops = _describe(raw_ops, name)
     return Program(text=text, sha256=program_sha256(text, fname, candidates), func_name=fname, args=args,
                    results=results, ops=ops, functions=candidates)
+
+
+def _foreign_code(module) -> str:
+    """What in the module would run code from outside it when compiled and run: a function declared
+    without a body (an external symbol: `func.call @system(...)` would call libc), or an LLVM dialect op
+    (inline assembly, calls through pointers). "" when there is none."""
+    from mlir import ir
+
+    found: list[str] = []
+
+    def visit(op):
+        if op.name.startswith("llvm."):
+            found.append(f"it contains {op.name} at {_location(op)}")
+            return ir.WalkResult.INTERRUPT
+        if op.name == "func.func" and len(op.regions[0].blocks) == 0:
+            found.append(f"it declares the external function @{ir.StringAttr(op.attributes['sym_name']).value}")
+            return ir.WalkResult.INTERRUPT
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit, ir.WalkOrder.PRE_ORDER)
+    return found[0] if found else ""
 
 
 def collect_linalg_ops(root) -> list:

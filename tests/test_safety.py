@@ -356,3 +356,21 @@ def test_no_unsafe_loading_in_the_product_code():
             if "weights_only=True" not in text[call.end(): text.index(")", call.end())]:
                 found.append(f"{path.relative_to(ROOT)}: torch.load without weights_only=True")
     assert found == []
+
+
+@pytest.mark.parametrize("decl", ["func.func private @abort()", "llvm.func @abort()"])
+def test_a_program_that_would_call_outside_code_is_refused(tmp_path, decl):
+    """`func.call @abort()` to an external declaration aborted the worker before: now the loader refuses it."""
+    from engine import load_file
+    from engine.errors import LoadError
+
+    p = tmp_path / "evil.mlir"
+    p.write_text(decl + """
+func.func @forward(%arg0: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = tensor.empty() : tensor<4xf32>
+  %1 = linalg.add ins(%arg0, %arg0 : tensor<4xf32>, tensor<4xf32>) outs(%0 : tensor<4xf32>) -> tensor<4xf32>
+  return %1 : tensor<4xf32>
+}
+""")
+    with pytest.raises(LoadError, match="outside the file"):
+        load_file(str(p))
