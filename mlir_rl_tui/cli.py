@@ -204,6 +204,7 @@ EXTENSIONS = {
     "evaluate": ("mlir_rl_tui.cli_agent", "policy vs hill climbing vs PyTorch eager on a set of programs"),
     "build": ("mlir_rl_tui.cli_build", "a scheduled program as a shared library (C interface, callable from Python)"),
     "import": ("mlir_rl_tui.cli_import", "a PyTorch module (FILE.py:NAME) as a linalg program, via torch-mlir"),
+    "lesson": ("mlir_rl_tui.cli_lesson", "guided lessons: loop transformations step by step, measured live"),
     "convert-checkpoint": ("mlir_rl_tui.cli_agent", "convert an older checkpoint (unpickles it: only files you trust)"),
 }
 
