@@ -197,7 +197,7 @@ def _done_heads(limits: Limits) -> dict[str, np.ndarray]:
     return out
 
 
-class RecordTrace(gym.Wrapper):
+class RecordTrace(gym.Wrapper, gym.utils.RecordConstructorArgs):
     """Append each step of the wrapped ScheduleEnv to a JSONL trace (engine.trace), one episode per reset.
 
     A step is recorded when it changes the schedule: an action, or the last level of a level-pointer
@@ -206,7 +206,8 @@ class RecordTrace(gym.Wrapper):
     """
 
     def __init__(self, env: gym.Env, path: str, source: str = "policy") -> None:
-        super().__init__(env)
+        gym.utils.RecordConstructorArgs.__init__(self, path=path, source=source)  # env.spec can remake it
+        gym.Wrapper.__init__(self, env)
         self.recorder = TraceRecorder(path)
         self.source = source
         self._info: dict[str, Any] = {}
