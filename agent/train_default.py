@@ -106,6 +106,7 @@ def main(argv: list[str] | None = None) -> None:
     from engine import Engine, Schedule, Session, to_text
     from engine.config import MeasureConfig
     from engine.search import search
+    from engine.trace import write_schedule
 
     t0 = time.time()
     log = lambda *x: print(f"[{time.time() - t0:7.1f}s]", *x, flush=True)  # noqa: E731
@@ -125,24 +126,24 @@ def main(argv: list[str] | None = None) -> None:
             if a.teacher == "recipe":
                 sched, sp, _, r = recipe_search(eng, prog, a.budget)
                 made["search"] += r.evaluated
-                expert.write_trace(os.path.join(dirs["search"], f"{i:03d}.jsonl"), prog, sched, None)
+                write_schedule(os.path.join(dirs["search"], f"{i:03d}.jsonl"), prog, sched, "search")
                 found[i] = sp
                 if sp < a.keep_baseline:
                     sched, sp, why = Schedule({}), 1.0, f"best {sp:.2f}x < {a.keep_baseline}x: keep the baseline"
                 else:
                     why = f"recipe {sp:.2f}x"
                 targets[i] = (sched, sp)
-                expert.write_trace(os.path.join(dirs["target"], f"{i:03d}.jsonl"), prog, sched, None)
+                write_schedule(os.path.join(dirs["target"], f"{i:03d}.jsonl"), prog, sched, "search")
                 log(f"{i + 1}/{len(train)} {os.path.basename(prog.path)}: {why} -> {to_text(sched) or '(baseline)'}")
                 return
             r = search(eng, prog, "hill", a.budget, seed=a.seed + i)
             made["search"] += r.evaluated
-            expert.write_trace(os.path.join(dirs["search"], f"{i:03d}.jsonl"), prog, r.schedule, r.best)
+            write_schedule(os.path.join(dirs["search"], f"{i:03d}.jsonl"), prog, r.schedule, "search", r.best)
             found[i] = r.speedup
             sched, sp, n, why = expert.imitation_target(eng, prog, r.schedule, r.best, a.keep_baseline, a.tolerance)
             made["targets"] += n
             targets[i] = (sched, sp)
-            expert.write_trace(os.path.join(dirs["target"], f"{i:03d}.jsonl"), prog, sched, None)
+            write_schedule(os.path.join(dirs["target"], f"{i:03d}.jsonl"), prog, sched, "search")
             log(f"{i + 1}/{len(train)} {os.path.basename(prog.path)}: {why} -> {sched or '(baseline)'}")
 
         with ThreadPoolExecutor(2) as ex:

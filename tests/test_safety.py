@@ -259,7 +259,8 @@ def test_older_ppo_resume_state_converts_and_restores(tmp_path, capsys):
     ("{not json", "not a data set manifest"),
     ('{"programs": 3}', "no list of programs"),
     ('{"programs": [3]}', "program 0 of the manifest"),
-    ('[{"path": {"x": 1}}]', "program 0 of the manifest"),
+    ('{"programs": [{"path": {"x": 1}}]}', "program 0 of the manifest"),
+    ('[{"path": "a.mlir"}]', "no list of programs"),
     ("[" * 100_000, "nested too deeply"),
 ])
 def test_bad_manifests_are_one_line_errors(tmp_path, capsys, content, expected):
@@ -275,7 +276,6 @@ def test_manifest_size_limit(tmp_path, monkeypatch):
 
     man = tmp_path / "manifest.json"
     man.write_text(json.dumps({"programs": [{"path": "a.mlir", "split": "train"}] * 20}))
-    monkeypatch.setattr(data, "MAX_MANIFEST_BYTES", 100)
     monkeypatch.setattr(dataset, "MAX_MANIFEST_BYTES", 100)
     with pytest.raises(EngineError, match="larger than"):
         data.program_paths(str(man))
