@@ -6,8 +6,7 @@ no file. Several episodes (one program, one schedule each) may share a file; a t
 schedules and is the imitation-learning data. Records without "episode" (older traces) read as episode 0.
 
 Writing: every writer (the env's `RecordTrace` wrapper, search, the imitation teacher, the app's workspace)
-goes through `TraceRecorder`; records are built here only (`_record`; the app's `make_record` until it moves
-to the recorder):
+goes through `TraceRecorder`; records are built here only (`_record`):
 
 ```python
 rec = TraceRecorder("t.jsonl")               # appends; opens (creates) the file
@@ -172,7 +171,7 @@ class TraceRecorder:
 class TraceWriter:
     """The trace file: appends whole records and fsyncs, under an exclusive lock (writers in other
     processes wait); each append first cuts off a last line a killed writer left unfinished. Records are
-    built by `TraceRecorder` (the app still appends `make_record`s here until it moves to the recorder)."""
+    built by `TraceRecorder`."""
 
     def __init__(self, path: str) -> None:
         self.path = path
@@ -291,12 +290,6 @@ def _lock(fd: int) -> bool:
 def _episode(r: dict) -> int:
     e = r.get("episode", 0)
     return e if isinstance(e, int) and not isinstance(e, bool) else 0
-
-
-def make_record(program_path: str | None, program_sha256: str, op: str, step: int, action: Action | str,
-                observation, mask, source: str, measurement: dict | None) -> dict:
-    """A record without an episode, for the app until it records through `TraceRecorder` (then remove)."""
-    return _record(program_path, program_sha256, op, step, action, observation, mask, source, measurement)
 
 
 def schedule_steps(program, schedule: Schedule, limits=None, openmp: bool = True):

@@ -13,11 +13,11 @@ import os
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from engine import Action, EngineError, Measurement, Program, Session, parse, to_text
 from engine.actions import flat_mask
-from engine.trace import TraceWriter, make_record
+from engine.trace import TraceRecorder, TraceStep
 from mlir_rl_tui.adapter import Adapter, Suggestion
 
 
@@ -31,8 +31,13 @@ class Step:
     action: Action | None = None
     op: str = ""
     label: str = ""  # what the step was, for messages ("T(8,32,1) on op0", "lesson step 3")
-    record: dict = field(default_factory=dict)
-    written: bool = False
+    observation: object = None  # the observation and flat mask from before the action: its trace record
+    mask: object = None
+    traced: TraceStep | None = None  # its record in the trace being recorded
+
+    @property
+    def written(self) -> bool:
+        return self.traced is not None and self.traced.written
 
 
 class Workspace:
@@ -52,8 +57,7 @@ class Workspace:
         self.suggestion: Suggestion | None = None
         self.suggestion_for: str | None = None
         self.trace_path = record
-        self.trace: TraceWriter | None = None
-        self.step_counter = 0
+        self.trace: TraceRecorder | None = None
 
     # -- state ----------------------------------------------------------------------------------
     @property
@@ -87,21 +91,23 @@ class Workspace:
         st = before.current
         after = before.apply(action)  # raises ScheduleError, an EngineError, with the reason
         assert st is not None
-        self.step_counter += 1
-        record = make_record(self.program.path, self.program.sha256, st.op.id, self.step_counter, action,
-                             before.observation(), flat_mask(before.mask(), before.limits), source, None)
         self.session = after
-        step = Step(before, self.schedule_text, source, action, st.op.id, f"{action} on {st.op.id}", record)
+        step = Step(before, self.schedule_text, source, action, st.op.id, f"{action} on {st.op.id}",
+                    before.observation(), flat_mask(before.mask(), before.limits))
+        if self.trace is not None:
+            step.traced = self._record(self.trace, step)
         self.steps.append(step)
         self.suggestion = None
         return step
+
+    def _record(self, rec: TraceRecorder, step: Step) -> TraceStep:
+        return rec.step(self.program, step.op, step.action, step.observation, step.mask, step.source)
 
     def jump(self, schedule: str, source: str = "lesson", label: str = "") -> Step:
         """Go to a whole schedule (a lesson's step): one step, undone like any other; not a trace record."""
         before = self.session
         self.session = Session(self.program, parse(schedule), before.limits, before.openmp)
-        step = Step(before, self.schedule_text, source, label=label or f"schedule {schedule or '(none)'}",
-                    written=True)
+        step = Step(before, self.schedule_text, source, label=label or f"schedule {schedule or '(none)'}")
         self.steps.append(step)
         self.suggestion = None
         return step
@@ -110,6 +116,8 @@ class Workspace:
         if not self.steps:
             return None
         step = self.steps.pop()
+        if step.traced is not None and self.trace is not None:
+            self.trace.discard(step.traced)  # gone from the path; kept if already in the file
         self.session = step.before
         self.suggestion = None
         return step
@@ -185,42 +193,36 @@ class Workspace:
         return self.trace is not None
 
     def start_recording(self, path: str | None = None) -> str:
-        """Open the trace (OSError if it cannot be written); returns its path."""
+        """Open the trace (OSError if it cannot be written) and record the path so far; returns its path."""
         path = path or self.trace_path or f"{self.stem}-{time.strftime('%Y%m%d-%H%M%S')}.trace.jsonl"
-        self.trace = TraceWriter(path)
+        self.trace = TraceRecorder(path)
         self.trace_path = path
+        for st in self.steps:
+            if st.action is not None:
+                st.traced = self._record(self.trace, st)
         self.resolve_records(self.schedule_text)
         return path
 
     def resolve_records(self, schedule: str) -> None:
-        """Write the records of the path up to the step that made `schedule`, in step order, each with
-        its measurement (or `cancelled` when it was never measured)."""
-        idx = next((k for k, st in enumerate(self.steps) if st.schedule == schedule), None)
-        if idx is None:
+        """Write the records of the path up to the step that made `schedule` (the recorder writes the
+        steps before it too, in step order; those never measured go without a measurement)."""
+        if self.trace is None:
             return
-        for st in self.steps[:idx + 1]:
-            if st.written:
-                continue
-            if st.record.get("measurement") is None:
-                known = self.measurements.get(st.schedule)
-                if known is None and st is not self.steps[idx]:
-                    st.record["measurement"] = {"status": "cancelled", "schedule": st.schedule}
-                elif known is not None:
-                    st.record["measurement"] = known.to_json()
-            if self.trace is not None and st.record.get("measurement") is not None:
-                self.trace.append(st.record)
-                st.written = True
+        for st in reversed(self.steps):
+            if st.schedule == schedule:
+                m = self.measurements.get(schedule)
+                if st.traced is not None and m is not None:
+                    self.trace.measured(st.traced, m.to_json())
+                return
 
     def stop_recording(self) -> str | None:
-        """Flush what is still waiting for a measurement, then close; returns the path."""
+        """Write what is still waiting for a measurement (without one), then close; returns the path."""
         if self.trace is None:
             return None
-        for st in self.steps:
-            if not st.written:
-                self.trace.append(st.record)
-                st.written = True
         self.trace.close()
         self.trace = None
+        for st in self.steps:
+            st.traced = None
         return self.trace_path
 
     # -- export ---------------------------------------------------------------------------------
@@ -241,9 +243,10 @@ class Workspace:
             with open(os.path.join(folder, name), "w", encoding="utf-8") as f:
                 f.write(text)
             files.append(name)
-        with TraceWriter(os.path.join(folder, "trace.jsonl")) as tw:
+        with TraceRecorder(os.path.join(folder, "trace.jsonl")) as rec:
             for st in self.steps:
-                if st.record:
-                    tw.append(st.record)
+                if st.action is not None:
+                    m = self.measurements.get(st.schedule)
+                    rec.measured(self._record(rec, st), m.to_json() if m is not None else None)
         files.append("trace.jsonl")
         return files

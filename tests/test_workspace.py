@@ -46,7 +46,7 @@ def test_records_are_written_in_step_order_with_their_measurement(ws, tmp_path):
     ws.stop_recording()
     recs = [json.loads(x) for x in (tmp_path / "t.jsonl").read_text().splitlines()]
     assert [r["action"] for r in recs] == ["T(8,32,1)", "V", "NT"]
-    assert [r["measurement"]["status"] for r in recs] == ["ok", "cancelled", "ok"]
+    assert [(r["measurement"] or {}).get("status") for r in recs] == ["ok", None, "ok"]  # V: never measured
     assert ws.plot_points()[-1][1] == pytest.approx(8.0)  # the fake: 2x per action
 
 

@@ -395,7 +395,7 @@ class MainScreen(Screen):
             self.query_one(StatusBar).set_status("idle", "nothing to undo")
             return
         self._stepped()
-        self.notify(f"undid {step.label}" + (" (already in the trace)" if step.written and step.record else ""))
+        self.notify(f"undid {step.label}" + (" (already in the trace)" if step.written else ""))
 
     def action_view(self, mode: str) -> None:
         self.query_one(IRView).select(mode)
