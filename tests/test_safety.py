@@ -315,7 +315,7 @@ def test_foreign_cache_rows_are_misses(tmp_path):
     assert c.get("p", "s", "m") == {"status": "ok"}
     db = sqlite3.connect(str(tmp_path / "c.sqlite"))
     for sched, row in [("list", "[1]"), ("blob", b"\x80\x04"), ("deep", "[" * 100_000), ("bad", "{x")]:
-        db.execute("INSERT INTO measurements VALUES ('p', ?, 'm', ?, 0)", (sched, row))
+        db.execute("INSERT INTO measurements VALUES ('p', ?, 'm', ?, 'not a checksum', 0)", (sched, row))
     db.commit()
     db.close()
     assert [c.get("p", s, "m") for s in ("list", "blob", "deep", "bad")] == [None] * 4
