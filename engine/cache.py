@@ -10,7 +10,7 @@ import sqlite3
 import threading
 import time
 
-ENGINE_VERSION = "6"  # bump when the pipeline or the measurement protocol changes
+ENGINE_VERSION = "7"  # bump when the pipeline or the measurement protocol changes
 
 
 def default_cache_dir() -> str:

@@ -7,6 +7,8 @@ The script is a separate module applied with `interpreter.apply_named_sequence(p
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from engine.config import DEFAULT_LIMITS, Limits
 from engine.program import TAG, Program
 from engine.schedule import Schedule
@@ -59,9 +61,13 @@ def tile_parallel(b: _Builder, h: str, sizes: tuple[int, ...]) -> tuple[str, str
 
 
 def fuse(b: _Builder, producer: str, container: str, tag: str) -> tuple[str, str]:
-    """Fuse the producer into the container (an scf.forall) and tag the fused copy `tag`, so that the
-    untagged original is all a later `match` of the producer's own tag finds (a producer of two consumers
-    is copied into each of their tiles)."""
+    """Fuse the producer into the container (an scf.forall) and tag the fused copy `tag`: a producer of
+    two consumers is copied into the tiles of both, and matching its op id must find only the original.
+
+    A consumer that reads the producer twice (x * x) has two equal slices of it in the container: CSE
+    makes them one first, so fusion makes one copy (two would give the producer's own actions a handle
+    to two ops)."""
+    b.emit(f"transform.apply_cse to {container} : {ANY}")
     fp, fa = b.fresh("fused"), b.fresh("forall")
     b.emit(f"{fp}, {fa} = transform.structured.fuse_into_containing_op {producer} into {container} "
            f": ({ANY}, {ANY}) -> ({ANY}, {ANY})")
@@ -72,7 +78,7 @@ def fuse(b: _Builder, producer: str, container: str, tag: str) -> tuple[str, str
 
 
 def tile_fuse(b: _Builder, h: str, sizes: tuple[int, ...], producer: str, tag: str,
-              scopes: list[str] = ()) -> tuple[str, str | None]:
+              scopes: Sequence[str] = ()) -> tuple[str, str | None]:
     """TF: tile the consumer into an scf.forall and fuse its producer into it.
 
     A consumer that was itself fused into tiles (`scopes`, outermost first) reads its producer from
@@ -84,8 +90,6 @@ def tile_fuse(b: _Builder, h: str, sizes: tuple[int, ...], producer: str, tag: s
     for scope in scopes:
         p, _ = fuse(b, p, scope, tag)
     t, fa = tile_parallel(b, h, sizes)
-    # a consumer that reads the producer twice (x * x) gets two equal slices of it: one copy, not two
-    b.emit(f"transform.apply_cse to {fa} : {ANY}")
     _, fa2 = fuse(b, p, fa, tag)
     return t, fa2
 
