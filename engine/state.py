@@ -149,13 +149,16 @@ def transformation_reasons(st: OpState, program: Program, limits: Limits = DEFAU
 
 
 def unfusable(producer: LinalgOp) -> str:
-    """Why TF cannot fuse `producer` into a tile of its consumer ("" if it can): the tile of the producer
-    is computed from the tile of its result, so each result dimension must be one loop."""
+    """Why TF cannot fuse a tile of `producer` into a tile of its consumer ("" if it can): the producer's
+    tile follows from a tile of its result only when each result dimension is one loop. Otherwise MLIR
+    copies the whole producer into every tile (all its work, once per tile), which the state here (a
+    fused producer has the tile's extents) does not describe either."""
     for rows in producer.access[producer.n_inputs:]:
         for dim, row in enumerate(rows):
             if sum(1 for c in row if c) != 1 or max(row) != 1:
-                return (f"{producer.id} writes dimension {dim} of its result at a constant or combined index: "
-                        "its tile cannot be computed from a tile of the result, so it cannot be fused")
+                return (f"{producer.id} writes dimension {dim} of its result at a constant or combined index: no "
+                        f"tile of it follows from a tile of its consumer, so TF would copy all of {producer.id} "
+                        "into every tile")
     return ""
 
 
