@@ -14,13 +14,17 @@ import time
 
 import numpy as np
 
+# Math ops go to LLVM intrinsics or libm calls before the vector ops go to LLVM: convert-math-to-libm unrolls
+# a vector op without an intrinsic (math.erf of a vectorized GELU) into scalar calls, and the
+# vector.extract/insert it makes must still meet convert-vector-to-llvm ("LLVM Translation failed for
+# operation: builtin.unrealized_conversion_cast" otherwise).
 BUFFERIZE = ("canonicalize,cse,one-shot-bufferize{bufferize-function-boundaries "
              "function-boundary-type-conversion=identity-layout-map},buffer-deallocation-pipeline")
 SERIAL = (
     "func.func(convert-linalg-to-loops),scf-forall-to-for,"
     "func.func(lower-vector-mask,lower-vector-multi-reduction),func.func(convert-vector-to-scf{full-unroll=true}),"
-    "lower-affine,convert-scf-to-cf,expand-strided-metadata,lower-affine,convert-math-to-llvm,convert-math-to-libm,convert-vector-to-llvm,convert-ub-to-llvm,"
-    "finalize-memref-to-llvm,convert-math-to-llvm,convert-arith-to-llvm,convert-index-to-llvm,convert-cf-to-llvm,"
+    "lower-affine,convert-scf-to-cf,expand-strided-metadata,lower-affine,convert-math-to-llvm,convert-math-to-libm,"
+    "convert-vector-to-llvm,convert-ub-to-llvm,finalize-memref-to-llvm,convert-arith-to-llvm,convert-index-to-llvm,convert-cf-to-llvm,"
     "convert-func-to-llvm,reconcile-unrealized-casts"
 )
 # finalize-memref-to-llvm must come before convert-scf-to-cf (scf-to-openmp makes alloca_scope regions)
@@ -28,7 +32,7 @@ OPENMP = (
     "func.func(convert-linalg-to-loops),scf-forall-to-parallel,convert-scf-to-openmp{num-threads=0},"
     "func.func(lower-vector-mask,lower-vector-multi-reduction),func.func(convert-vector-to-scf{full-unroll=true}),"
     "lower-affine,expand-strided-metadata,lower-affine,finalize-memref-to-llvm,convert-scf-to-cf,"
-    "convert-math-to-llvm,convert-math-to-libm,convert-vector-to-llvm,convert-ub-to-llvm,convert-math-to-llvm,convert-arith-to-llvm,convert-index-to-llvm,"
+    "convert-math-to-llvm,convert-math-to-libm,convert-vector-to-llvm,convert-ub-to-llvm,convert-arith-to-llvm,convert-index-to-llvm,"
     "convert-cf-to-llvm,convert-openmp-to-llvm,convert-func-to-llvm,reconcile-unrealized-casts"
 )
 
@@ -38,9 +42,8 @@ ASYNC = (
     "func.func(convert-linalg-to-loops),scf-forall-to-parallel,async-parallel-for{num-workers=-1},"
     "async-to-async-runtime,async-runtime-ref-counting,async-runtime-ref-counting-opt,"
     "func.func(lower-vector-mask,lower-vector-multi-reduction),func.func(convert-vector-to-scf{full-unroll=true}),"
-    "lower-affine,convert-scf-to-cf,expand-strided-metadata,lower-affine,convert-async-to-llvm,convert-math-to-libm,"
-    "convert-vector-to-llvm,"
-    "convert-ub-to-llvm,finalize-memref-to-llvm,convert-math-to-llvm,convert-arith-to-llvm,"
+    "lower-affine,convert-scf-to-cf,expand-strided-metadata,lower-affine,convert-async-to-llvm,convert-math-to-llvm,"
+    "convert-math-to-libm,convert-vector-to-llvm,convert-ub-to-llvm,finalize-memref-to-llvm,convert-arith-to-llvm,"
     "convert-index-to-llvm,convert-cf-to-llvm,convert-func-to-llvm,reconcile-unrealized-casts"
 )
 
@@ -150,6 +153,9 @@ def _one_line(e: BaseException) -> str:
     if diags:
         return str(diags[0].message).splitlines()[0]
     lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
+    for ln in lines:  # the interpreter says "Failed to apply ..." first, then what failed
+        if ln.startswith("Diagnostic message at ") and "): " in ln:
+            return ln.split("): ", 1)[1].strip()
     for ln in lines:
         if "error:" in ln:
             return ln.split("error:", 1)[1].strip()
@@ -252,11 +258,15 @@ def build(text: str, script_text: str | None, parallel: bool, func: str, arg_spe
             libs = [os.path.join(mlir_lib_dir(), "libmlir_c_runner_utils.so")]
             if runtime is not None:
                 libs.append(runtime[1])
+            said: list[str] = []  # the translation to LLVM IR reports its cause only as a diagnostic
+            handler = ctx.attach_diagnostic_handler(lambda d: said.append(str(d.message).splitlines()[0]) or True)
             try:
                 eng = ExecutionEngine(module, opt_level=3, shared_libs=libs)
                 compiled = Compiled(eng, func, arg_specs, result_spec, keep=(ctx, module))
             except Exception as e:  # noqa: BLE001
-                raise StageError("compile", _one_line(e)) from None
+                raise StageError("compile", ": ".join([_one_line(e).rstrip("."), *said[:1]])) from None
+            finally:
+                handler.detach()
     return compiled, transformed_ir
 
 

@@ -276,6 +276,27 @@ class Engine:
                 g["fused_into"] = sorted(into)[0]
         return groups
 
+    def compile_only(self, program: Program, schedule: Schedule, *, check: bool = True) -> Measurement:
+        """Transform, lower and JIT `schedule` in a worker, without running it: status ok, transform-error,
+        compile-error, crash or timeout (no time, not cached). Many times cheaper than `measure`: the
+        mask fuzz (benchmarks/mask_fuzz.py) checks thousands of random schedules with it."""
+        if check:
+            replay(program, schedule, self.limits, self.openmp)
+        sched = without_nt(schedule)
+        text = to_text(sched)
+        body = script(program, sched, self.limits, check=check) if text else None
+        parallel = bool(text) and uses_parallel(sched) and self.openmp
+        req = self._request(program, body, parallel, mode="compile")
+        try:
+            res = self.pool.run(req, compile_timeout=self.config.compile_timeout_s)
+        except WorkerDied as e:
+            return Measurement(status="crash", schedule=to_text(schedule), error=str(e))
+        except WorkerTimeout:
+            return Measurement(status="timeout", schedule=to_text(schedule),
+                               error=f"no answer within {self.config.compile_timeout_s:.0f} s; the worker was killed")
+        return Measurement(status=res["status"], schedule=to_text(schedule), error=res.get("error", ""),
+                           stages_ms=res.get("stages_ms", {}))
+
     def close(self) -> None:
         self.pool.close()
         if self.cache is not None:

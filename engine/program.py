@@ -103,6 +103,9 @@ class LinalgOp:
     unvectorizable_body: list[str] = field(default_factory=list)
     #: A contraction (matmul-like: multiply, then accumulate over reduction loops), named or generic.
     contraction: bool = False
+    #: Why the vectorizer cannot turn a reduction of this op into a vector reduction ("" if it can):
+    #: each reduced output must be accumulated by one add/mul/min/max/and/or/xor (an argmax is not).
+    unvectorizable_reduction: str = ""
 
     @property
     def shape_text(self) -> str:
@@ -484,6 +487,62 @@ def _foreign_body_ops(op) -> list[str]:
     return found
 
 
+#: Combiners the vectorizer turns into vector reductions (Vectorization.cpp, getCombinerOpKind).
+_COMBINERS = {f"arith.{k}" for k in ("addf", "addi", "mulf", "muli", "andi", "ori", "xori", "maxsi", "maxui",
+                                     "minsi", "minui", "maximumf", "minimumf", "maxnumf", "minnumf")}
+
+
+def _reduction_blocker(op, n_in: int, iterators: list[str], access: list[list[list[int]]]) -> str:
+    """Mirror of the vectorizer's reduction pre-condition (mlir::matchReduction): every output not
+    written through a permutation must be read once, by a combiner whose other operand does not depend
+    on an output, and whose result is yielded as that output. Walks Operations (see _body_op_names)."""
+    from mlir import ir
+
+    if "reduction" not in iterators or not len(op.regions) or not len(op.regions[0].blocks):
+        return ""
+    block = op.regions[0].blocks[0]
+    body: list = []
+
+    def visit(o):
+        if o == op:
+            return ir.WalkResult.ADVANCE
+        body.append(o)
+        return ir.WalkResult.SKIP
+
+    op.walk(visit, ir.WalkOrder.PRE_ORDER)
+    if not body:
+        return ""
+    outs = list(block.arguments)[n_in:]
+    terminator = body[-1]
+
+    def depends_on_outputs(v, seen: int = 0) -> bool:
+        if any(v == a for a in outs):
+            return True
+        for o in body[:-1]:
+            if any(v == r for r in o.results):
+                return seen < 64 and any(depends_on_outputs(x, seen + 1) for x in o.operands)
+        return False
+
+    for k, arg in enumerate(outs):
+        rows = access[n_in + k] if n_in + k < len(access) else []
+        if len(rows) == len(iterators) and sorted(r.index(1) for r in rows if sum(r) == 1) == list(range(len(rows))):
+            continue  # written through a permutation: not a reduction
+        users = [o for o in body for x in o.operands if x == arg]
+        if len(users) != 1:
+            return f"output {k} is read {len(users)} times in the body (not a single accumulation)"
+        comb = users[0]
+        if comb.name not in _COMBINERS or len(comb.operands) != 2:
+            return f"output {k} is accumulated with {comb.name}, not an add/mul/min/max/and/or/xor"
+        other = comb.operands[1] if comb.operands[0] == arg else comb.operands[0]
+        if depends_on_outputs(other):
+            return f"output {k} is accumulated with a value computed from an output"
+        res = comb.results[0]
+        readers = [(o, i) for o in body for i, x in enumerate(o.operands) if x == res]
+        if len(readers) != 1 or readers[0][0] != terminator or readers[0][1] != k:
+            return f"output {k}'s accumulation is used by more than the yield"
+    return ""
+
+
 def _describe(raw_ops: list, name: str) -> list[LinalgOp]:
     from mlir import ir
 
@@ -555,7 +614,8 @@ def _describe(raw_ops: list, name: str) -> list[LinalgOp]:
             loops=[Loop(int(b), it) for b, it in zip(bounds, its)],
             access=access, n_inputs=n_in, arith=_arith_counts(op), location=_location(op),
             decompose_dims=decompose, result_shape=rshape, unvectorizable_body=_foreign_body_ops(op),
-            contraction=bool(linalg.isa_contraction_op(op))))
+            contraction=bool(linalg.isa_contraction_op(op)),
+            unvectorizable_reduction="" if decompose else _reduction_blocker(op, n_in, its, access)))
     # producer / consumer graph through SSA values
     # by result value: `Value.owner` makes an OpView (see _body_op_names)
     by_result = {res: d for raw, d in zip(raw_ops, described) for res in raw.results}

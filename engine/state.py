@@ -128,6 +128,8 @@ def transformation_reasons(st: OpState, program: Program, limits: Limits = DEFAU
             out[k] = Choice(False, "no parallel loop with extent > 1 to tile in parallel")
         elif k == "TF" and st.op.fusion_producer is None:
             out[k] = Choice(False, f"{st.op.id} has no linalg producer to fuse")
+        elif k == "TF" and (why := unfusable(program.op(st.op.fusion_producer))):
+            out[k] = Choice(False, why)
         elif k == "TF" and st.fused:
             out[k] = Choice(False, "TF at most once per op: the producer is already fused")
         elif k == "TF" and st.tiled:
@@ -146,6 +148,20 @@ def transformation_reasons(st: OpState, program: Program, limits: Limits = DEFAU
     return {k: out[k] for k in TRANSFORMATIONS}
 
 
+def unfusable(producer: LinalgOp) -> str:
+    """Why TF cannot fuse a tile of `producer` into a tile of its consumer ("" if it can): the producer's
+    tile follows from a tile of its result only when each result dimension is one loop. Otherwise MLIR
+    copies the whole producer into every tile (all its work, once per tile), which the state here (a
+    fused producer has the tile's extents) does not describe either."""
+    for rows in producer.access[producer.n_inputs:]:
+        for dim, row in enumerate(rows):
+            if sum(1 for c in row if c) != 1 or max(row) != 1:
+                return (f"{producer.id} writes dimension {dim} of its result at a constant or combined index: no "
+                        f"tile of it follows from a tile of its consumer, so TF would copy all of {producer.id} "
+                        "into every tile")
+    return ""
+
+
 def vector_elements(st: OpState) -> int:
     dims = range(st.n_loops)
     if st.op.decompose_dims:
@@ -156,11 +172,23 @@ def vector_elements(st: OpState) -> int:
     return n
 
 
+#: 2-D convolutions and poolings that `structured.decompose` turns into 1-D ones the vectorizer takes
+#: (linalg::populateDecomposeConvolutionPatterns); depthwise_conv_2d_nchw_chw, for one, is not among them.
+DECOMPOSABLE = frozenset(f"linalg.{n}" for n in (
+    "conv_2d", "conv_2d_nhwc_hwcf", "conv_2d_nchw_fchw", "depthwise_conv_2d_nhwc_hwc", "pooling_nhwc_sum",
+    "pooling_nchw_sum", "pooling_nhwc_max", "pooling_nhwc_max_unsigned", "pooling_nhwc_min",
+    "pooling_nhwc_min_unsigned", "pooling_nchw_max"))
+
+
 def vectorize_choice(st: OpState, limits: Limits = DEFAULT_LIMITS) -> Choice:
     """Vectorization pre-condition (paper Sec. IV-B) and the 512-element rule (Sec. IV-A.2)."""
     op = st.op
     if op.unvectorizable_body:
         return Choice(False, f"the body has {', '.join(op.unvectorizable_body)}, which the vectorizer rejects")
+    if op.unvectorizable_reduction:
+        return Choice(False, f"not a reduction the vectorizer knows: {op.unvectorizable_reduction}")
+    if op.decompose_dims is not None and op.name not in DECOMPOSABLE:
+        return Choice(False, f"MLIR has no 1-D form to decompose {op.name} into, so it cannot be vectorized")
     if op.decompose_dims is not None:
         if st.interchanged:
             return Choice(False, "an interchanged convolution is a linalg.generic the vectorizer rejects")
@@ -304,12 +332,15 @@ def advance(st: OpState, action: Action) -> OpState:
 
 
 def fused_extents(consumer: OpState, producer: LinalgOp, tile_sizes: tuple[int, ...]) -> list[int]:
-    """Extents of the producer's clone after fusion into the consumer's tile (projected accesses)."""
+    """Extents of the producer's clone after fusion into the consumer's tile (projected accesses): the
+    consumer's extents after the tiling, which are already smaller than its bounds when the consumer was
+    itself fused into a tile."""
     extents = [lp.bound for lp in producer.loops]
     cons = consumer.op
     if cons.fusion_operand is None:
         return extents
-    by_dim = {consumer.loop_at(p): s for p, s in enumerate(tile_sizes) if s}
+    by_dim = dict(enumerate(consumer.extents))
+    by_dim.update({consumer.loop_at(p): s for p, s in enumerate(tile_sizes) if s})
     c_rows = cons.access[cons.fusion_operand]
     p_rows = producer.access[producer.n_inputs] if len(producer.access) > producer.n_inputs else []
     for c_row, p_row in zip(c_rows, p_rows):

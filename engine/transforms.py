@@ -7,10 +7,12 @@ The script is a separate module applied with `interpreter.apply_named_sequence(p
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from engine.config import DEFAULT_LIMITS, Limits
 from engine.program import TAG, Program
 from engine.schedule import Schedule
-from engine.state import walk
+from engine.state import OpState, walk
 
 ANY = "!transform.any_op"
 
@@ -32,9 +34,10 @@ class _Builder:
         self.lines.append("    " + line)
 
 
-def match_op(b: _Builder, op_id: str, scope: str = "%root") -> str:
-    h = b.fresh(f"{op_id}_")
-    b.emit(f'{h} = transform.structured.match attributes {{{TAG} = "{op_id}"}} in {scope} : ({ANY}) -> {ANY}')
+def match_op(b: _Builder, tag: str, scope: str = "%root") -> str:
+    """The payload op tagged `tag` (an op id, or `producer@consumer` for a fused copy) inside `scope`."""
+    h = b.fresh(f"{tag.split('@')[0]}_")
+    b.emit(f'{h} = transform.structured.match attributes {{{TAG} = "{tag}"}} in {scope} : ({ANY}) -> {ANY}')
     return h
 
 
@@ -57,14 +60,37 @@ def tile_parallel(b: _Builder, h: str, sizes: tuple[int, ...]) -> tuple[str, str
     return t, fa
 
 
-def tile_fuse(b: _Builder, h: str, sizes: tuple[int, ...], producer: str) -> tuple[str, str | None]:
-    """TF: tile the consumer into an scf.forall and fuse its producer into it."""
-    t, fa = tile_parallel(b, h, sizes)
-    if fa is None:
+def fuse(b: _Builder, producer: str, container: str, tag: str) -> tuple[str, str]:
+    """Fuse the producer into the container (an scf.forall) and tag the fused copy `tag`: a producer of
+    two consumers is copied into the tiles of both, and matching its op id must find only the original.
+
+    A consumer that reads the producer twice (x * x) has two equal slices of it in the container: CSE
+    makes them one first, so fusion makes one copy (two would give the producer's own actions a handle
+    to two ops)."""
+    b.emit(f"transform.apply_cse to {container} : {ANY}")
+    fp, fa = b.fresh("fused"), b.fresh("forall")
+    b.emit(f"{fp}, {fa} = transform.structured.fuse_into_containing_op {producer} into {container} "
+           f": ({ANY}, {ANY}) -> ({ANY}, {ANY})")
+    name = b.fresh("tag")
+    b.emit(f'{name} = transform.param.constant "{tag}" -> !transform.any_param')
+    b.emit(f"transform.annotate {fp} \"{TAG}\" = {name} : {ANY}, !transform.any_param")
+    return fp, fa
+
+
+def tile_fuse(b: _Builder, h: str, sizes: tuple[int, ...], producer: str, tag: str,
+              scopes: Sequence[str] = ()) -> tuple[str, str | None]:
+    """TF: tile the consumer into an scf.forall and fuse its producer into it.
+
+    A consumer that was itself fused into tiles (`scopes`, outermost first) reads its producer from
+    outside them: fusion only follows uses inside the containing op, so the producer is fused into each
+    of those tiles in turn, then into the new one."""
+    if not any(sizes):
         return h, None
     p = match_op(b, producer)
-    fp, fa2 = b.fresh("fused"), b.fresh("forall")
-    b.emit(f"{fp}, {fa2} = transform.structured.fuse_into_containing_op {p} into {fa} : ({ANY}, {ANY}) -> ({ANY}, {ANY})")
+    for scope in scopes:
+        p, _ = fuse(b, p, scope, tag)
+    t, fa = tile_parallel(b, h, sizes)
+    _, fa2 = fuse(b, p, fa, tag)
     return t, fa2
 
 
@@ -90,6 +116,19 @@ def vectorize(b: _Builder, h: str, decompose: bool, generic: bool) -> None:
         b.emit(f"{sp} = transform.structured.specialize {h} : ({ANY}) -> {ANY}")
         h = sp
     b.emit(f"transform.structured.vectorize {h} {{create_named_contraction}} : {ANY}")
+
+
+def batch_order_undo(st: OpState) -> tuple[int, ...] | None:
+    """The interchange back to the original loop order of an interchanged batch contraction whose batch
+    loops no longer lead: `specialize` recognizes a batch matmul only with its batch loops outermost, and
+    V turns the tile into one vector.contract whatever the loop order was."""
+    op = st.op
+    if not (op.contraction and st.interchanged):
+        return None
+    batch = [d for d in range(st.n_loops) if all(any(row[d] for row in rows) for rows in op.access)]
+    if st.order[:len(batch)] == batch:
+        return None
+    return tuple(st.order.index(d) for d in range(st.n_loops))
 
 
 def finish(b: _Builder, func: str, reduction_loops: list[str]) -> None:
@@ -129,7 +168,8 @@ def build_body(program: Program, schedule: Schedule, limits: Limits = DEFAULT_LI
     b = _Builder()
     func = match_func(b, program.func_name)
     handles: dict[str, str] = {}  # op id -> handle of its (tiled) op
-    scopes: dict[str, str] = {}  # fused producer -> containing forall handle
+    #: fused producer -> (the foralls it was fused into, outermost first; the tag of its copy there)
+    scopes: dict[str, tuple[list[str], str]] = {}
     reduction_loops: dict[str, list[str]] = {}  # op id -> its tile loops over reduction dims, outer first
     hoist: list[str] = []  # reduction tile loops of vectorized ops, innermost first per op
     for st, a in walk(program, schedule, limits, check=check):
@@ -139,7 +179,8 @@ def build_body(program: Program, schedule: Schedule, limits: Limits = DEFAULT_LI
                 continue
             b.lines.append(f"    // {op.id} ({op.name} {op.shape_text}): "
                            + " ".join(str(x) for x in schedule.actions(op.id)))
-            handles[op.id] = match_op(b, op.id, scopes.get(op.id, "%root"))
+            chain, tag = scopes.get(op.id, (["%root"], op.id))
+            handles[op.id] = match_op(b, tag, chain[-1])
         h = handles[op.id]
         if a.kind == "T":
             h, loops = tile(b, h, a.params)
@@ -151,12 +192,17 @@ def build_body(program: Program, schedule: Schedule, limits: Limits = DEFAULT_LI
         elif a.kind == "TP":
             h, _ = tile_parallel(b, h, a.params)
         elif a.kind == "TF" and op.fusion_producer is not None:
-            h, fa = tile_fuse(b, h, a.params, op.fusion_producer)
+            tag = f"{op.fusion_producer}@{op.id}"
+            chain = scopes[op.id][0] if op.id in scopes else []
+            h, fa = tile_fuse(b, h, a.params, op.fusion_producer, tag, chain)
             if fa is not None:
-                scopes[op.fusion_producer] = fa
+                scopes[op.fusion_producer] = (chain + [fa], tag)
         elif a.kind == "I":
             h = interchange(b, h, a.params)
         elif a.kind == "V":
+            undo = batch_order_undo(st)
+            if undo is not None:
+                h = interchange(b, h, undo)
             vectorize(b, h, op.decompose_dims is not None,
                       op.contraction and (op.name == "linalg.generic" or st.interchanged))
             hoist += reversed(reduction_loops.get(op.id, []))

@@ -1,6 +1,7 @@
 """Worker process: `python -m engine.worker` reads JSON requests on stdin, answers on a private fd.
 
-Each request transforms, compiles, runs, checks and times one (program, schedule). A request can kill
+Each request transforms, compiles, runs, checks and times one (program, schedule); mode "compile" stops
+after the JIT, mode "ir" after the transform. A request can kill
 this process (LLVM assertion, segfault, runaway memory): the parent (`engine.pool`) sees it, reports
 status crash and starts a fresh worker. Protocol: one JSON object per line; progress events
 {"event": "phase", ...} precede the final {"event": "result", ...}. A result with "exit": true is the
@@ -194,6 +195,15 @@ def handle(req: dict, out, baselines: _Baselines, watchdog: Watchdog | None = No
         except StageError as e:
             return result("transform-error", error=str(e))
         return result("ok", transformed_ir=text)
+
+    if req.get("mode") == "compile":  # transform, lower and JIT only: the mask fuzz's fast check
+        phase("transform")
+        try:
+            with _flock(req.get("cpu_lock"), fcntl.LOCK_SH):
+                build(req["program"], script, req["parallel"], req["func"], specs, res_spec, stages)
+        except StageError as e:
+            return result("transform-error" if e.stage == "transform" else "compile-error", error=str(e))
+        return result("ok")
 
     copies = PLACEMENTS if sum(s.nbytes for s in specs) <= PLACEMENT_BYTES else 1
     limit = req.get("run_limit_s")

@@ -1,7 +1,7 @@
-import sys, numpy as np, torch, torch.nn as nn, torch.nn.functional as F
+import os, sys, numpy as np, torch, torch.nn as nn, torch.nn.functional as F
 from torch_mlir import fx
 from torch_mlir.compiler_utils import OutputType
-OUT = "/work/main/tests/data/torch"
+OUT = os.path.dirname(os.path.abspath(__file__))  # beside this script
 torch.manual_seed(0)
 
 class MLP(nn.Module):
@@ -57,9 +57,17 @@ class Pool(nn.Module):
         super().__init__(); s.p = nn.MaxPool2d(2)
     def forward(s, x): return s.p(x)
 
+class Stem(nn.Module):
+    """ResNet-style pooling stem: strided conv, batch norm, ReLU, padded strided max pooling."""
+    def __init__(s):
+        super().__init__(); s.conv = nn.Conv2d(3, 16, 3, stride=2, padding=1, bias=False); s.bn = nn.BatchNorm2d(16)
+        s.pool = nn.MaxPool2d(3, stride=2, padding=1); randomize_bn(s.bn)
+    def forward(s, x): return s.pool(torch.relu(s.bn(s.conv(x))))
+
 cases = [("mlp", MLP(), (1, 64)), ("resnet_block", ResBlock(), (1, 16, 16, 16)),
          ("mobilenet_block", InvRes(), (1, 8, 16, 16)), ("attention", Attention(), (1, 16, 32)),
-         ("layernorm_gelu", LNGelu(), (16, 64)), ("maxpool", Pool(), (1, 8, 16, 16))]
+         ("layernorm_gelu", LNGelu(), (16, 64)), ("maxpool", Pool(), (1, 8, 16, 16)),
+         ("pool_stem", Stem(), (1, 3, 32, 32))]
 only = sys.argv[1:]
 for name, m, shp in cases:
     if only and name not in only: continue
