@@ -64,9 +64,13 @@ def _flock(path: str | None, mode: int = fcntl.LOCK_EX):
 
     Two locks keep timings apart across the workers of every engine that shares a cache folder:
     - the timing lock (exclusive): one program is timed at a time (compile in parallel, time alone);
-    - the CPU lock: compiling holds it shared, timing a *parallel* kernel holds it exclusive, so its
-      threads get every core: an OpenMP barrier waiting for a thread that shares its core with a compiler
-      made a 50 us parallel kernel 10-50x slower, a failure that has nothing to do with the schedule.
+    - the CPU lock: compiling holds it shared, timing holds it exclusive, so the kernel has every core
+      (an OpenMP barrier waiting for a thread that shares its core with a compiler made a 50 us parallel
+      kernel 10-50x slower).
+    flock favours readers: with compiles arriving back to back, a timing waited for the CPU lock until
+    the pool gave up on it (a false `timeout`, seen in the mask fuzz). So every acquirer of the CPU lock
+    first passes a turnstile (`PATH.turnstile`, exclusive, held only while acquiring): a waiting timing
+    holds the turnstile, and new compiles queue behind it.
     The order is always timing lock, then CPU lock; compiling never waits for the timing lock, so there
     is no cycle."""
 
@@ -74,7 +78,12 @@ def _flock(path: str | None, mode: int = fcntl.LOCK_EX):
         def __enter__(self):
             self.f = open(path, "a") if path else None
             if self.f:
-                fcntl.flock(self.f, mode)
+                with open(path + ".turnstile", "a") as gate:
+                    fcntl.flock(gate, fcntl.LOCK_EX)
+                    try:
+                        fcntl.flock(self.f, mode)
+                    finally:
+                        fcntl.flock(gate, fcntl.LOCK_UN)
 
         def __exit__(self, *a):
             if self.f:
