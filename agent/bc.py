@@ -1,10 +1,11 @@
 """Behaviour cloning from traces: pre-training before PPO (Pearl Sec. 5.2's idea, with schedules as data).
 
-A trace's records are replayed on a Session in traversal order; the action vectors are re-derived
-with engine.actions.to_vectors (an interchange becomes its N level-pointer steps), so the observation
-and masks are the ones the policy sees. An op whose recorded actions do not end with V or NT gets an
-NT, which leaves the schedule unchanged. When a record carries a measured speedup, the value head is
-trained towards its log speedup too (actor-critic pre-training).
+Each episode of a trace (engine.trace: `read_trace(path).episodes()`) is one schedule; its steps are
+taken again on a Session in traversal order (`engine.trace.schedule_steps`) and the action vectors
+re-derived with engine.actions.to_vectors (an interchange becomes its N level-pointer steps), so the
+observation and masks are the ones the policy sees. An op whose recorded actions do not end with V or NT
+gets an NT, which leaves the schedule unchanged. When the episode's last measurement succeeded, the value
+head is trained towards its log speedup too (actor-critic pre-training).
 
     python -m agent.bc TRACE.jsonl ... --out bc.pt [--init policy.pt] [--epochs 100]
 """
@@ -21,10 +22,11 @@ import torch
 from torch import optim
 
 from agent.policy import ActorCritic, distribution, evaluate_actions, load, masks_for, save, stack_masks
-from engine import EngineError, Program, Session, load_file
+from engine import EngineError, Program, load_file
+from engine import load as load_program
 from engine.actions import apply_vector, to_vectors
-from engine.schedule import Action, Schedule, parse_action
-from engine.trace import read_trace
+from engine.schedule import Schedule
+from engine.trace import TraceEpisode, read_trace, schedule_steps
 
 
 @dataclass
@@ -35,38 +37,31 @@ class Example:
     value: float | None  # log speedup of the whole schedule, if measured
 
 
-def _speedup(records: list[dict]) -> float | None:
-    best = None
-    for r in records:
-        m = r.get("measurement") or {}
-        sp = m.get("speedup")
-        if m.get("status", "ok") == "ok" and isinstance(sp, int | float) and 0 < sp < float("inf"):
-            best = float(sp)  # the last measured state is the trace's final schedule
-    return best
+def _log_speedup(ep: TraceEpisode) -> float | None:
+    """Log speedup of the episode's schedule, when its last measurement is a successful one."""
+    m = ep.measurement or {}
+    sp = m.get("speedup")
+    if m.get("status", "ok") == "ok" and isinstance(sp, int | float) and 0 < sp < float("inf"):
+        return math.log(sp)
+    return None
 
 
 def examples_from_schedule(program: Program, schedule: Schedule, value: float | None = None) -> list[Example]:
-    """Decisions that build `schedule` on `program`, op by op in traversal order."""
+    """Decisions that build `schedule` on `program`, op by op in traversal order (engine.trace.schedule_steps)."""
     out: list[Example] = []
-    sess = Session(program)
-    for op in program.ops:
-        acts = list(schedule.actions(op.id))
-        if not acts or not acts[-1].terminal:
-            acts.append(Action("NT"))
-        for a in acts:
-            if sess.current is None or sess.current.op.id != op.id:
-                break  # the op was finished earlier (e.g. fused away): nothing left to decide
-            vecs = to_vectors(sess, a)
-            if vecs is None:
-                raise EngineError(f"{op.id}: {a} uses a tile size outside {sess.limits.tile_sizes}")
-            for v in vecs:
-                out.append(Example(sess.observation(), masks_for(sess), v.astype(np.int64), value))
-                sess = apply_vector(sess, v)
+    for sess, op, a in schedule_steps(program, schedule):
+        vecs = to_vectors(sess, a)
+        if vecs is None:
+            raise EngineError(f"{op}: {a} uses a tile size outside {sess.limits.tile_sizes}")
+        for v in vecs:
+            out.append(Example(sess.observation(), masks_for(sess), v.astype(np.int64), value))
+            sess = apply_vector(sess, v)
     return out
 
 
 def examples_from_trace(path: str, programs: list[Program] | None = None) -> list[Example]:
-    """Examples of every program in a trace; programs are found by path or among `programs` by sha256."""
+    """Examples of every episode in a trace; programs are found among `programs` by sha256, by path, or in
+    the program text the trace carries."""
     try:
         trace = read_trace(path)  # records of the wrong shape are counted as bad lines there, never parsed as code
     except OSError as e:
@@ -74,23 +69,16 @@ def examples_from_trace(path: str, programs: list[Program] | None = None) -> lis
     if not trace.records:
         raise EngineError(f"{path}: no trace record in it (give a JSONL trace written by the app, search or env)")
     by_sha = {p.sha256: p for p in programs or []}
-    groups: dict[str, list[dict]] = {}
-    for r in trace.records:
-        groups.setdefault(r["program_sha256"], []).append(r)
     out: list[Example] = []
-    for sha, recs in groups.items():
-        prog = by_sha.get(sha)
-        if prog is None:
-            path_ = recs[0].get("program") or ""
-            if not os.path.exists(path_):
-                raise EngineError(f"{path}: program {path_!r} of the trace not found; pass it with --programs")
-            prog = load_file(path_)
-        recs.sort(key=lambda r: r.get("step", 0))
-        ops: dict[str, list[Action]] = {}
-        for r in recs:
-            ops.setdefault(r["op"], []).append(parse_action(r["action"]))
-        s = _speedup(recs)
-        out += examples_from_schedule(prog, Schedule(ops), math.log(s) if s else None)
+    for ep in trace.episodes():
+        prog = by_sha.get(ep.program_sha256)
+        if prog is None and ep.program_text is not None:
+            prog = by_sha[ep.program_sha256] = load_program(ep.program_text, name=ep.program_sha256[:12])
+        elif prog is None:
+            if not os.path.exists(ep.program):
+                raise EngineError(f"{path}: program {ep.program!r} of the trace not found; pass it with --programs")
+            prog = by_sha[ep.program_sha256] = load_file(ep.program)
+        out += examples_from_schedule(prog, ep.schedule, _log_speedup(ep))
     return out
 
 

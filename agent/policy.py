@@ -26,10 +26,10 @@ import torch
 from torch import nn
 
 from agent import checkpoint as ck
-from engine.actions import head_masks
+from engine.actions import enumerated_candidates, head_masks
 from engine.config import DEFAULT_LIMITS, TRANSFORMATIONS, Limits
 from engine.features import blocks, feature_size
-from engine.schedule import TILED, Action
+from engine.schedule import TILED
 
 NEG = -1e8  # masked logit
 KIND = {k: i for i, k in enumerate(TRANSFORMATIONS)}
@@ -43,11 +43,6 @@ class PolicyConfig:
     """fully connected ReLU layers of the backbone"""
     interchange: str = "pointers"
     """"pointers" (N level pointers, paper default) or "enumerated" (3N-6 swap candidates)"""
-
-
-def enumerated_candidates(n: int) -> list[tuple[int, int]]:
-    """The 3N-6 interchange candidates: swaps of loops 1, 2 and 3 levels apart (paper Sec. IV-A.1)."""
-    return [(i, i + d) for d in (1, 2, 3) for i in range(n - d)]
 
 
 def _count_columns(limits: Limits) -> np.ndarray:
@@ -126,9 +121,6 @@ class ActorCritic(nn.Module):
             logits[k] = self.tile[k](a).view(-1, n, m)
         return logits, self.value(self.critic(e)).squeeze(-1) if with_value else None
 
-    def get_value(self, obs: torch.Tensor) -> torch.Tensor:
-        return self.value(self.critic(self.embed(obs))).squeeze(-1)
-
 
 # ----------------------------------------------------------------------------------------------
 # Masks and action vectors as tensors
@@ -205,29 +197,6 @@ def sample(logp: dict[str, torch.Tensor], greedy: bool = False, generator: torch
         sizes = torch.where((kind == KIND[k])[:, None], tiles[k], sizes)
     loop = draw(logp["I"])
     return torch.cat([kind[:, None], sizes, loop[:, None]], 1)
-
-
-def to_engine_action(session, vec, limits: Limits = DEFAULT_LIMITS, interchange: str = "pointers"
-                     ) -> tuple[str, Action | int]:
-    """Decode a sampled vector: ("action", Action) or ("point", loop) for a level-pointer sub-step."""
-    kind = TRANSFORMATIONS[int(vec[0])]
-    st = session.current
-    if kind == "I":
-        if interchange == "pointers":
-            return "point", int(vec[1 + limits.n_loops])
-        i, j = enumerated_candidates(limits.n_loops)[int(vec[1 + limits.n_loops])]
-        perm = list(range(st.n_loops))
-        perm[i], perm[j] = perm[j], perm[i]
-        return "action", Action("I", tuple(perm))
-    if kind in TILED:
-        sizes = [limits.tile_sizes[int(vec[1 + p])] for p in range(st.n_loops)]
-        return "action", Action(kind, tuple(sizes))
-    return "action", Action(kind)
-
-
-def step_session(session, vec, limits: Limits = DEFAULT_LIMITS, interchange: str = "pointers"):
-    what, a = to_engine_action(session, vec, limits, interchange)
-    return session.point(a) if what == "point" else session.apply(a)
 
 
 @torch.no_grad()

@@ -36,10 +36,10 @@ from agent.policy import (
     load,
     load_weights,
     save,
-    step_session,
 )
 from engine import Engine, Program, Session
 from engine import load as load_program
+from engine.actions import apply_vector
 
 
 @dataclass
@@ -116,7 +116,7 @@ def collect(model: ActorCritic, programs: list[Program], indices: list[int], eng
             e.actions.append(vec[r])
             e.logprobs.append(float(lp[r]))
             e.values.append(float(value[r]))
-            sessions[j] = step_session(sessions[j], vec[r].tolist(), model.limits, model.config.interchange)
+            sessions[j] = apply_vector(sessions[j], vec[r].tolist(), model.config.interchange)
         live = [j for j in live if not sessions[j].done]
 
     def measure(j: int) -> None:

@@ -162,6 +162,7 @@ def train_default(r: DefaultRecipe, log: Callable[[str], None] = print,
     from engine.config import MeasureConfig
     from engine.errors import EngineError
     from engine.search import search
+    from engine.trace import write_schedule
 
     if r.teacher not in TEACHERS:
         raise EngineError(f"--teacher is recipe or hill, not {r.teacher}")
@@ -188,25 +189,25 @@ def train_default(r: DefaultRecipe, log: Callable[[str], None] = print,
             if r.teacher == "recipe":
                 sched, sp, _, res = recipe_search(eng, prog, r.budget)
                 made["search"] += res.evaluated
-                expert.write_trace(os.path.join(dirs["search"], f"{i:03d}.jsonl"), prog, sched, None)
+                write_schedule(os.path.join(dirs["search"], f"{i:03d}.jsonl"), prog, sched, "search")
                 found[i] = sp
                 if sp < r.keep_baseline:
                     sched, sp, why = Schedule({}), 1.0, f"best {sp:.2f}x < {r.keep_baseline}x: keep the baseline"
                 else:
                     why = f"recipe {sp:.2f}x"
                 targets[i] = (sched, sp)
-                expert.write_trace(os.path.join(dirs["target"], f"{i:03d}.jsonl"), prog, sched, None)
+                write_schedule(os.path.join(dirs["target"], f"{i:03d}.jsonl"), prog, sched, "search")
                 say(f"{i + 1}/{len(train)} {os.path.basename(prog.path)}: {why} -> {to_text(sched) or '(baseline)'}")
                 return
             res = search(eng, prog, "hill", r.budget, seed=r.seed + i)
             made["search"] += res.evaluated
-            expert.write_trace(os.path.join(dirs["search"], f"{i:03d}.jsonl"), prog, res.schedule, res.best)
+            write_schedule(os.path.join(dirs["search"], f"{i:03d}.jsonl"), prog, res.schedule, "search", res.best)
             found[i] = res.speedup
             sched, sp, n, why = expert.imitation_target(eng, prog, res.schedule, res.best, r.keep_baseline,
                                                         r.tolerance)
             made["targets"] += n
             targets[i] = (sched, sp)
-            expert.write_trace(os.path.join(dirs["target"], f"{i:03d}.jsonl"), prog, sched, None)
+            write_schedule(os.path.join(dirs["target"], f"{i:03d}.jsonl"), prog, sched, "search")
             say(f"{i + 1}/{len(train)} {os.path.basename(prog.path)}: {why} -> {sched or '(baseline)'}")
 
         with ThreadPoolExecutor(r.threads) as ex:

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from agent.policy import KIND, ActorCritic, distribution, load, masks_for, stack_masks, to_engine_action
+from agent.policy import KIND, ActorCritic, distribution, load, masks_for, stack_masks
+from engine.actions import to_action
 from engine.config import TRANSFORMATIONS
 from engine.errors import EngineError, ScheduleError
 from engine.schedule import TILED, Action, Schedule
@@ -111,7 +112,7 @@ class Policy:
         return (more if mass(more) > mass(finish) else finish)[0][1]
 
     def _decode(self, session, vec) -> Action | LevelPointer:
-        what, a = to_engine_action(session, vec, self.model.limits, self.model.config.interchange)
+        what, a = to_action(session, vec, self.model.config.interchange)
         if what == "point":
             return LevelPointer(int(a), len(session.pending))  # type: ignore[arg-type]
         return a  # type: ignore[return-value]

@@ -203,7 +203,7 @@ async def run_sample(name: str, mon: Monitor, pause: float, timeout: float) -> d
                 await cycle_views(pilot, mon, phase, pause)
                 mon.mark(phase, "waiting")
                 await settle(app, mon, timeout)
-                m = main.measurements.get(main.schedule_text)
+                m = main.workspace.measurements.get(main.schedule_text)
                 result["steps"].append({"step": label, "schedule": main.schedule_text,
                                         "status": m.status if m else "-",
                                         "speedup": round(m.speedup, 2) if m and m.speedup else None})

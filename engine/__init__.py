@@ -27,7 +27,7 @@ def _register_env_with_gymnasium() -> None:
         import gymnasium
 
         if "mlir_rl/Schedule-v0" not in gymnasium.registry:
-            gymnasium.register(id="mlir_rl/Schedule-v0", entry_point="engine.env:ScheduleEnv")
+            gymnasium.register(id="mlir_rl/Schedule-v0", entry_point="engine.env:make")
 
     if "gymnasium" in sys.modules:
         register()

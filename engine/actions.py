@@ -3,7 +3,8 @@
 Vector layout: `[transformation, size_0, ..., size_{N-1}, loop]` with
 - transformation: index into engine.config.TRANSFORMATIONS (T, TP, TF, I, V, NT);
 - size_i: index into Limits.tile_sizes for loop position i (used by T, TP, TF; others ignore it);
-- loop: level pointer - the loop placed at the next interchange position (used by I).
+- loop: level pointer - the loop placed at the next interchange position (used by I); with
+  `interchange="enumerated"`, an index into `enumerated_candidates` (a whole swap in one step).
 
 Sub-action masks do not depend on each other except through the transformation, so `flat_mask`
 allows a tile size when any tiled transformation allows it; for TP and TF the env then treats a
@@ -53,13 +54,25 @@ def flat_mask(mask: ActionMask | None, limits: Limits = DEFAULT_LIMITS) -> tuple
     return (t, *[row.astype(np.int8) for row in union], inter)
 
 
-def to_action(session: Session, vec) -> tuple[str, Action | int]:
-    """Decode a vector: ("action", Action) or ("point", loop) for a level-pointer sub-step."""
+def enumerated_candidates(n: int) -> list[tuple[int, int]]:
+    """The 3N-6 interchange candidates: swaps of loops 1, 2 and 3 levels apart (paper Sec. IV-A.1)."""
+    return [(i, i + d) for d in (1, 2, 3) for i in range(n - d)]
+
+
+def to_action(session: Session, vec, interchange: str = "pointers") -> tuple[str, Action | int]:
+    """Decode a vector: ("action", Action) or ("point", loop) for a level-pointer sub-step. The one decoder
+    of action vectors (env, PPO rollouts, suggestions); `interchange` is the policy's formulation."""
     limits = session.limits
     kind = TRANSFORMATIONS[int(vec[0])]
     st = session.current
     if kind == "I":
-        return "point", int(vec[1 + limits.n_loops])
+        if interchange == "pointers":
+            return "point", int(vec[1 + limits.n_loops])
+        assert st is not None
+        i, j = enumerated_candidates(limits.n_loops)[int(vec[1 + limits.n_loops])]
+        perm = list(range(st.n_loops))
+        perm[i], perm[j] = perm[j], perm[i]
+        return "action", Action("I", tuple(perm))
     if kind in TILED:
         assert st is not None
         sizes = []
@@ -72,9 +85,9 @@ def to_action(session: Session, vec) -> tuple[str, Action | int]:
     return "action", Action(kind)
 
 
-def apply_vector(session: Session, vec) -> Session:
+def apply_vector(session: Session, vec, interchange: str = "pointers") -> Session:
     """Apply a multi-discrete action to the session (ScheduleError if masked)."""
-    what, a = to_action(session, vec)
+    what, a = to_action(session, vec, interchange)
     if what == "point":
         return session.point(int(a))  # type: ignore[arg-type]
     return session.apply(a)  # type: ignore[arg-type]

@@ -366,25 +366,37 @@ def generate(out_dir: str, n: int, seed: int = 0, engine=None, eval_fraction: fl
 
 
 def read_manifest(path: str) -> dict:
-    """A manifest (file or directory holding manifest.json) with absolute program paths."""
+    """A data-set manifest (a file, or a folder holding manifest.json): the one reader, for what `generate`
+    writes and for hand-written ones, {"programs": [entry, ...]} where an entry is a path or an object with
+    a "path" (and optionally a "split"). Entries come back as objects with "abspath" (paths are relative to
+    the manifest's folder); anything else is an EngineError (one line)."""
     if os.path.isdir(path):
         path = os.path.join(path, "manifest.json")
+    what = f"{path} is not a data set manifest"
     try:
-        if os.path.getsize(path) > MAX_MANIFEST_BYTES:
-            raise EngineError(f"{path} is not a data set manifest: larger than {MAX_MANIFEST_BYTES >> 20} MB")
+        size = os.path.getsize(path)
+        if size > MAX_MANIFEST_BYTES:
+            raise EngineError(f"{what}: {size / 2**20:.1f} MB is larger than a manifest may be "
+                              f"({MAX_MANIFEST_BYTES / 2**20:.1f} MB)")
         with open(path, "rb") as f:
             man = json.loads(f.read(MAX_MANIFEST_BYTES + 1))
     except OSError as e:
         raise EngineError(f"cannot read {path}: {e.strerror}") from None
     except json.JSONDecodeError as e:
-        raise EngineError(f"{path} is not a data set manifest: {e.msg} at line {e.lineno}") from None
-    except (UnicodeDecodeError, RecursionError):
-        raise EngineError(f"{path} is not a data set manifest: not JSON text") from None
-    programs = man.get("programs", []) if isinstance(man, dict) else None
-    if not isinstance(programs, list) or not all(isinstance(e, dict) and isinstance(e.get("path"), str)
-                                                 for e in programs):
-        raise EngineError(f"{path} is not a data set manifest: expected {{\"programs\": [{{\"path\": ...}}, ...]}}")
+        raise EngineError(f"{what}: {e.msg} at line {e.lineno}") from None
+    except UnicodeDecodeError:
+        raise EngineError(f"{what}: not UTF-8 text") from None
+    except RecursionError:
+        raise EngineError(f"{what}: nested too deeply") from None
+    programs = man.get("programs") if isinstance(man, dict) else None
+    if not isinstance(programs, list):
+        raise EngineError(f"{what}: no list of programs (expected {{\"programs\": [{{\"path\": ...}}, ...]}})")
     base = os.path.dirname(os.path.abspath(path))
-    for e in programs:
-        e["abspath"] = os.path.join(base, e["path"])
+    for i, e in enumerate(programs):
+        e = {"path": e} if isinstance(e, str) else e
+        p = e.get("path") if isinstance(e, dict) else None
+        if not isinstance(p, str) or not p or len(p) > 4096 or "\0" in p:
+            raise EngineError(f"{what}: program {i} of the manifest is not a path or a {{\"path\": ...}} object")
+        e["abspath"] = os.path.join(base, p)
+        programs[i] = e
     return man

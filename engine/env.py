@@ -18,6 +18,9 @@ obs, reward, terminated, truncated, info = env.step(env.action_space.sample(mask
   compile-error, crash, timeout, wrong-result) gives `penalty` and ends the episode; so does a masked action
   (`info["invalid_action"]` says why), which a masked agent never takes.
 - `measure="never"` skips measuring (reward 0): for fast rollouts of the mask and features.
+- Traces: `RecordTrace(env, "t.jsonl")` (or `gymnasium.make(ENV_ID, ..., trace="t.jsonl")`) appends every
+  step of every episode to a JSONL trace through `engine.trace.TraceRecorder`, as CompilerGym's loggers
+  wrap their env.
 """
 
 from __future__ import annotations
@@ -31,14 +34,15 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from engine.actions import apply_vector, flat_mask, head_masks, nvec, to_action
+from engine.actions import apply_vector, flat_mask, head_masks, nvec
 from engine.config import DEFAULT_LIMITS, TRANSFORMATIONS, Limits
 from engine.errors import EngineError, ScheduleError
 from engine.features import feature_size
 from engine.measure import Engine, Measurement
 from engine.program import Program, load_file
-from engine.schedule import Action, to_text
+from engine.schedule import parse, to_text
 from engine.session import Session
+from engine.trace import TraceRecorder
 
 ENV_ID = "mlir_rl/Schedule-v0"
 REWARDS = ("final", "immediate")
@@ -59,8 +63,7 @@ class ScheduleEnv(gym.Env):
 
     def __init__(self, program: str | Program | list[str | Program] | None = None, *, engine: Engine | None = None,
                  limits: Limits | None = None, reward: str = "final", measure: str = "final",
-                 penalty: float = -1.0, trace: str | None = None, trace_source: str = "policy",
-                 render_mode: str | None = None) -> None:
+                 penalty: float = -1.0, render_mode: str | None = None) -> None:
         if reward not in REWARDS:
             raise EngineError(f"reward must be one of {', '.join(REWARDS)}, not {reward!r}")
         if measure not in MEASURES:
@@ -84,13 +87,6 @@ class ScheduleEnv(gym.Env):
         self.program: Program | None = None
         self.measurement: Measurement | None = None  # the last measurement of this episode
         self._last_log = 0.0
-        self._steps = 0
-        self._episode = -1
-        self._trace_path = trace
-        self._trace_source = trace_source
-        self._trace = None
-        self._episode_base = 0
-        self._interchange_before = None
 
     # ------------------------------------------------------------------------------------------
     @property
@@ -123,8 +119,6 @@ class ScheduleEnv(gym.Env):
         self.session = Session(self.program, limits=self.limits, openmp=self._openmp)
         self.measurement = None
         self._last_log = 0.0
-        self._steps = 0
-        self._episode += 1
         return self.session.observation(), self._info()
 
     def step(self, action):
@@ -134,23 +128,15 @@ class ScheduleEnv(gym.Env):
         if sess.done:
             raise EngineError("the episode is over: call reset()")
         vec = np.asarray(action, dtype=np.int64)
-        op_id = sess.current.op.id
-        before = (sess.observation(), flat_mask(sess.mask(), self.limits)) if self._trace_path else (None, None)
-        if sess.pending:  # an interchange is recorded with the observation from before its first level
-            before = self._interchange_before or before
         try:
-            what, act = to_action(sess, vec)
             new = apply_vector(sess, vec)
         except (ScheduleError, IndexError, ValueError) as e:
             info = self._info()
             info["invalid_action"] = str(e)
             return sess.observation(), self.penalty, True, False, info
         self.session = new
-        self._steps += 1
-        self._interchange_before = before if new.pending and not sess.pending else self._interchange_before
         changed = to_text(new.schedule) != to_text(sess.schedule)
         reward, terminated = 0.0, new.done
-        m = None
         if self.measure_mode != "never" and (terminated or (self.reward_mode == "immediate" and changed)):
             m = self.measurement = self.engine.measure(self.program, new.schedule)
             if not m.ok:
@@ -162,9 +148,6 @@ class ScheduleEnv(gym.Env):
                 else:
                     reward = log
                 self._last_log = log
-        if changed:  # a complete interchange or any other action (level-pointer sub-steps wait for the last)
-            recorded = new.schedule.actions(op_id)[-1] if what == "point" else act
-            self._record(op_id, recorded, *before, m)
         return new.observation(), float(reward), bool(terminated), False, self._info()
 
     # ------------------------------------------------------------------------------------------
@@ -185,24 +168,6 @@ class ScheduleEnv(gym.Env):
             info["status"] = self.measurement.status
         return info
 
-    def _record(self, op_id: str, action: Action, observation, mask, m: Measurement | None) -> None:
-        if not self._trace_path:
-            return
-        from engine.trace import TraceWriter, make_record
-
-        if self._trace is None:
-            from engine.trace import _next_episode
-
-            self._episode_base = _next_episode(self._trace_path) - self._episode
-            self._trace = TraceWriter(self._trace_path)
-        prog = self.program
-        rec = make_record(prog.path, prog.sha256, op_id, self._steps - 1, action, observation, mask,
-                          self._trace_source, m.to_json() if m is not None else None)
-        rec["episode"] = self._episode_base + self._episode
-        if prog.path is None and self._steps == 1:
-            rec["program_text"] = prog.text
-        self._trace.append(rec)
-
     def render(self) -> str | None:
         if self.render_mode != "ansi" or self.session is None:
             return None
@@ -215,9 +180,6 @@ class ScheduleEnv(gym.Env):
         return text
 
     def close(self) -> None:
-        if self._trace is not None:
-            self._trace.close()
-            self._trace = None
         if self._own_engine and self._engine is not None:
             self._engine.close()
             self._engine = None
@@ -235,7 +197,54 @@ def _done_heads(limits: Limits) -> dict[str, np.ndarray]:
     return out
 
 
+class RecordTrace(gym.Wrapper, gym.utils.RecordConstructorArgs):
+    """Append each step of the wrapped ScheduleEnv to a JSONL trace (engine.trace), one episode per reset.
+
+    A step is recorded when it changes the schedule: an action, or the last level of a level-pointer
+    interchange (recorded whole, with the observation and mask from before its first level). A masked
+    action changes nothing and is not recorded. A step that measured carries its measurement.
+    """
+
+    def __init__(self, env: gym.Env, path: str, source: str = "policy") -> None:
+        gym.utils.RecordConstructorArgs.__init__(self, path=path, source=source)  # env.spec can remake it
+        gym.Wrapper.__init__(self, env)
+        self.recorder = TraceRecorder(path)
+        self.source = source
+        self._info: dict[str, Any] = {}
+        self._before: tuple = (None, None)
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        obs, info = self.env.reset(seed=seed, options=options)
+        self.recorder.new_episode()
+        self._info, self._before = info, (obs, info["action_mask"])
+        return obs, info
+
+    def step(self, action):
+        prev = self._info
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        if info["schedule"] != prev["schedule"]:
+            op = prev["op"]
+            m = info.get("measurement")
+            h = self.recorder.step(self.env.unwrapped.program, op, parse(info["schedule"]).actions(op)[-1],
+                                   *self._before, self.source)
+            self.recorder.measured(h, m if m != prev.get("measurement") else None)  # measured in this step
+        if not info["pending"]:  # the next action starts here (not in the middle of an interchange)
+            self._before = (obs, info["action_mask"])
+        self._info = info
+        return obs, reward, terminated, truncated, info
+
+    def close(self) -> None:
+        self.recorder.close()
+        super().close()
+
+
+def make(*, trace: str | None = None, trace_source: str = "policy", **kwargs) -> gym.Env:
+    """The env of `gymnasium.make(ENV_ID, **kwargs)`: a ScheduleEnv, wrapped in RecordTrace with `trace`."""
+    env = ScheduleEnv(**kwargs)
+    return RecordTrace(env, trace, trace_source) if trace else env
+
+
 def register() -> None:
     """Register `mlir_rl/Schedule-v0` once (importing engine calls this)."""
     if ENV_ID not in gym.registry:
-        gym.register(id=ENV_ID, entry_point="engine.env:ScheduleEnv")
+        gym.register(id=ENV_ID, entry_point="engine.env:make")

@@ -39,6 +39,15 @@ def blocks(limits: Limits = DEFAULT_LIMITS) -> list[tuple[str, int]]:
             ("history_I", t * n * n)]
 
 
+def split(vec: np.ndarray, limits: Limits = DEFAULT_LIMITS) -> dict[str, np.ndarray]:
+    """A feature vector cut into its named blocks (`blocks`): the one decoder of the layout."""
+    out, pos = {}, 0
+    for name, size in blocks(limits):
+        out[name] = vec[pos: pos + size]
+        pos += size
+    return out
+
+
 def features(st: OpState | None, limits: Limits = DEFAULT_LIMITS, pending: list[int] | None = None) -> np.ndarray:
     """The op's vector; all zeros for `None` (no producer)."""
     out = np.zeros(feature_size(limits), np.float32)

@@ -41,6 +41,8 @@ class Adapter(Protocol):
 
     def replayable(self, program: Program, schedule: Schedule) -> str: ...
 
+    def per_op(self, program: Program, schedule: Schedule) -> list[dict]: ...
+
     def suggest(self, session: Session, k: int = 3) -> Suggestion: ...
 
     def close(self) -> None: ...
@@ -83,6 +85,9 @@ class EngineAdapter:
         from engine.export import replayable
 
         return replayable(program, schedule)
+
+    def per_op(self, program: Program, schedule: Schedule) -> list[dict]:
+        return self.engine.per_op(program, schedule)
 
     def suggest(self, session: Session, k: int = 3) -> Suggestion:
         if self._policy is None:
@@ -161,6 +166,12 @@ class FakeAdapter:
 
     def replayable(self, program: Program, schedule: Schedule) -> str:
         return f"// replayable\n{program.text}"
+
+    def per_op(self, program: Program, schedule: Schedule) -> list[dict]:
+        """Equal shares, the first op twice the others: fixed numbers for snapshots."""
+        weights = [2.0 if i == 0 else 1.0 for i in range(len(program.ops))]
+        total = sum(weights)
+        return [{"ops": [o.id], "ms": w, "share": w / total} for o, w in zip(program.ops, weights)]
 
     def suggest(self, session: Session, k: int = 3) -> Suggestion:
         if self.suggestion is None:

@@ -29,8 +29,9 @@ class ScheduleApp(App[int]):
     ]
 
     def __init__(self, program: Program | EntryChoice, adapter: Adapter, record: str | None = None,
-                 note: str | None = None) -> None:
+                 note: str | None = None, lesson=None) -> None:
         super().__init__()
+        self.lesson = lesson  # mlir_rl_tui.lessons.Lesson: the main screen runs it
         self.choice = program if isinstance(program, EntryChoice) else None
         self.program: Program | None = None if self.choice else program
         self.adapter = adapter
@@ -57,7 +58,7 @@ class ScheduleApp(App[int]):
 
     def _open(self, note: str | None) -> None:
         assert self.program is not None
-        self.push_screen(MainScreen(self.program, self.adapter, self.record))
+        self.push_screen(MainScreen(self.program, self.adapter, self.record, self.lesson))
         if note:
             self.notify(note, title="measuring will take a while", timeout=15, markup=False)
 
@@ -84,16 +85,16 @@ class ScheduleApp(App[int]):
 
 
 def make_app(program: Program | EntryChoice, adapter: Adapter | None = None, policy: str | None = None,
-             record: str | None = None, note: str | None = None) -> ScheduleApp:
+             record: str | None = None, note: str | None = None, lesson=None) -> ScheduleApp:
     """One factory for the CLI and the tests (tests inject a fake or shared-engine adapter)."""
-    return ScheduleApp(program, adapter or EngineAdapter(policy=policy), record, note)
+    return ScheduleApp(program, adapter or EngineAdapter(policy=policy), record, note, lesson)
 
 
 def run_app(program: Program | EntryChoice, policy: str | None = None, record: str | None = None,
-            note: str | None = None) -> int:
+            note: str | None = None, lesson=None) -> int:
     """Run until the user quits; the engine's workers are closed on the way out. Quitting the entry
     picker raises the LoadError the command line prints (one line, status 2)."""
-    app = make_app(program, policy=policy, record=record, note=note)
+    app = make_app(program, policy=policy, record=record, note=note, lesson=lesson)
     try:
         app.run()
     finally:

@@ -64,3 +64,12 @@ class ExportDone(Message):
     folder: str
     files: list[str]
     error: str = ""
+
+
+@dataclass
+class ProfileReady(Message):
+    """The per-op profile of a schedule: [{"ops", "ms", "share"}], or the one-line error."""
+
+    schedule: str
+    groups: list[dict]
+    error: str = ""

@@ -28,6 +28,10 @@ COMMANDS: list[tuple[str, str, str]] = [
     ("view: transform script", "view('script')", "the transform-dialect script so far"),
     ("view: action mask", "panel('mask')", "allowed choices and reasons"),
     ("view: features", "panel('features')", "the current op's feature vector"),
+    ("view: per-op profile", "profile", "each op's share of the time, in the op tree"),
+    ("lesson: next step", "lesson_step(1)", "apply and measure the lesson's next step"),
+    ("lesson: previous step", "lesson_step(-1)", "go back one step of the lesson"),
+    ("lesson: back to the lesson", "lesson_step(0)", "return to the lesson's step after trying your own"),
     ("app: help", "app.help", "key bindings"),
     ("app: quit", "app.quit", "leave the app"),
 ]

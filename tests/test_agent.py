@@ -91,16 +91,33 @@ def test_log_prob_and_entropy_match_brute_force_on_a_toy_mask():
     assert float(ent[0]) == pytest.approx(brute_entropy, abs=1e-4)
 
 
+def test_one_decoder_for_sampled_vectors_in_both_interchange_formulations(matmul):
+    from agent.policy import masks_for
+    from engine import Action, Session
+    from engine.actions import apply_vector, enumerated_candidates, to_action
+
+    sess = Session(matmul)
+    v = np.zeros(14, np.int64)
+    v[0], v[13] = KIND["I"], 0  # candidate 0: swap loops 0 and 1; as a level pointer: loop 0 first
+    assert enumerated_candidates(12)[0] == (0, 1) and len(enumerated_candidates(12)) == 3 * 12 - 6
+    assert to_action(sess, v, "enumerated") == ("action", Action("I", (1, 0, 2)))
+    assert to_action(sess, v) == ("point", 0)
+    assert apply_vector(sess, v, "enumerated").schedule.actions("op0") == [Action("I", (1, 0, 2))]
+    assert masks_for(sess, interchange="enumerated")["I"].tolist()[:3] == [True, True, False]  # 3 loops
+    v[0], v[1:4] = KIND["TP"], [6, 6, 6]  # 32 on every loop: the reduction loop is not tiled in parallel
+    assert to_action(sess, v) == ("action", Action("TP", (32, 32, 0)))
+
+
 def test_behaviour_cloning_reproduces_the_trace(tmp_path, matmul):
     from agent.bc import behaviour_cloning, examples_from_trace
-    from agent.expert import write_trace
     from agent.policy import ActorCritic, load, save
     from agent.suggest import Policy
     from engine import Session, parse
+    from engine.trace import write_schedule
 
     sched = parse("op0: TF(64,64,0) I(1,0,2) T(8,32,1) V; op1: NT")  # includes level-pointer steps
     trace = tmp_path / "t.jsonl"
-    write_trace(str(trace), matmul, sched, None)
+    write_schedule(str(trace), matmul, sched, "search")
     examples = examples_from_trace(str(trace), [matmul])
     assert len(examples) == 3 + 3 + 1  # TF, 3 pointers, T, V, NT on op1
     torch.manual_seed(0)
@@ -116,14 +133,14 @@ def test_behaviour_cloning_reproduces_the_trace(tmp_path, matmul):
     assert len(top) == 3 and top[0][1] >= top[1][1] >= top[2][1]
 
 
-def test_imitation_targets_keep_the_baseline_and_replay_missing_ops_as_nt(matmul):
-    from agent.expert import imitation_target, replay
+def test_imitation_targets_keep_the_baseline_and_end_missing_ops_with_nt(matmul):
+    from agent.expert import imitation_target, legal_schedule
     from engine import Schedule, parse
     from engine.measure import Measurement
 
     # an op without actions (or with actions no longer legal) ends with NT
-    assert str(replay(matmul, {})) == "op0: NT; op1: NT"
-    assert str(replay(matmul, {"op0": parse("op0: T(8,32,1) V").actions("op0")})) == "op0: T(8,32,1) V; op1: NT"
+    assert str(legal_schedule(matmul, {})) == "op0: NT; op1: NT"
+    assert str(legal_schedule(matmul, {"op0": parse("op0: T(8,32,1) V").actions("op0")})) == "op0: T(8,32,1) V; op1: NT"
     # a search result not clearly better than the baseline: the target is the untransformed program
     m = Measurement("ok", "op0: T(8,32,1) V", time_ms=1.0, baseline_ms=1.05, speedup=1.05)
     sched, sp, made, why = imitation_target(None, matmul, parse("op0: T(8,32,1) V"), m, keep_baseline=1.1)

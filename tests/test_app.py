@@ -256,7 +256,7 @@ async def test_every_sample_opens_and_steps(tmp_path):
             await settle(pilot)
             await pilot.press("n")
             await settle(pilot)
-            assert app.main.steps and app.main.steps[0].action == Action("NT"), path.name
+            assert app.main.workspace.steps and app.main.workspace.steps[0].action == Action("NT"), path.name
 
 
 @sync

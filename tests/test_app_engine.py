@@ -36,7 +36,7 @@ def test_tile_vectorize_undo_and_record(engine, tmp_path, monkeypatch):
             await settle(pilot)
             main = app.main
             bar = main.query_one(StatusBar)
-            assert main.measurements[""].ok
+            assert main.workspace.measurements[""].ok
             assert "speedup 1.00x" in bar.numbers_text
             await pilot.press("r")  # record on: <stem>-<time>.trace.jsonl in the working folder
             await pilot.press("t")
@@ -46,12 +46,12 @@ def test_tile_vectorize_undo_and_record(engine, tmp_path, monkeypatch):
             await pilot.press("x")
             await settle(pilot)
             assert main.schedule_text == "op0: T(8,32,1)"
-            tiled = main.measurements[main.schedule_text]
+            tiled = main.workspace.measurements[main.schedule_text]
             assert tiled.ok, tiled.error
             await pilot.press("v")
             await settle(pilot)
             assert main.schedule_text == "op0: T(8,32,1) V"
-            vec = main.measurements[main.schedule_text]
+            vec = main.workspace.measurements[main.schedule_text]
             assert vec.ok, vec.error
             assert vec.speedup > 1.5
             assert f"speedup {vec.speedup:.2f}x" in bar.numbers_text

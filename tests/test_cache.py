@@ -31,7 +31,8 @@ def measurement(**kw) -> Measurement:
 
 
 def warnings(err: str) -> list[str]:
-    return [ln for ln in err.splitlines() if ln.strip()]
+    """The stderr lines that are not the progress line (mlir_rl_tui.progress: `apply: ...` after 1 s)."""
+    return [ln for ln in err.splitlines() if ln.strip() and not ln.startswith("apply:")]
 
 
 def set_row(path: str, result: str, digest: str | None = None) -> None:

@@ -79,3 +79,16 @@ def test_long_data_sets_redraw_duplicates_instead_of_failing(tmp_path):
     man = ds.generate(str(tmp_path / "d"), 160, seed=3, engine=None, eval_fraction=0.0)
     shas = [e["sha256"] for e in man["programs"]]
     assert len(shas) == 160 and len(set(shas)) == 160
+
+
+def test_one_manifest_reader_for_generated_and_hand_written_manifests(tmp_path):
+    from agent.data import program_paths
+
+    man = tmp_path / "manifest.json"
+    man.write_text(json.dumps({"programs": ["a.mlir", {"path": "b.mlir", "split": "train"},
+                                            {"path": "/abs/c.mlir", "split": "eval"}]}))
+    entries = ds.read_manifest(str(tmp_path))["programs"]
+    assert [e["abspath"] for e in entries] == [str(tmp_path / "a.mlir"), str(tmp_path / "b.mlir"), "/abs/c.mlir"]
+    assert program_paths(str(man)) == [e["abspath"] for e in entries]
+    assert program_paths(str(tmp_path), "train") == [str(tmp_path / "a.mlir"), str(tmp_path / "b.mlir")]
+    assert program_paths(str(man), "eval") == [str(tmp_path / "a.mlir"), "/abs/c.mlir"]

@@ -12,7 +12,7 @@ from gymnasium.utils.env_checker import check_env
 
 import engine as _engine  # noqa: F401 - registers mlir_rl/Schedule-v0
 from engine.actions import to_vectors
-from engine.env import ScheduleEnv
+from engine.env import RecordTrace, ScheduleEnv
 from engine.schedule import Action, parse, parse_action
 from engine.trace import read_trace
 
@@ -27,9 +27,9 @@ def test_check_env(name, engine):
     assert set(info["head_masks"]) == {"transformation", "T", "TP", "TF", "I"}
 
 
-def vector(env: ScheduleEnv, text: str) -> np.ndarray:
+def vector(env: gymnasium.Env, text: str) -> np.ndarray:
     """The one vector that applies action `text` to the env's current op."""
-    (vec,) = to_vectors(env.session, parse_action(text))
+    (vec,) = to_vectors(env.unwrapped.session, parse_action(text))
     return vec
 
 
@@ -99,7 +99,7 @@ def test_masked_action_ends_the_episode_with_the_penalty(engine, matmul):
 
 def test_immediate_rewards_sum_to_the_final_log_speedup(engine, matmul, tmp_path):
     trace = tmp_path / "env.jsonl"
-    env = ScheduleEnv(matmul, engine=engine, reward="immediate", trace=str(trace))
+    env = RecordTrace(ScheduleEnv(matmul, engine=engine, reward="immediate"), str(trace))
     env.reset(seed=0, options={"program": str(SAMPLES / "matmul.mlir")})
     total = 0.0
     for text in ["T(32,32,32)", "NT", "NT"]:

@@ -259,7 +259,8 @@ def test_older_ppo_resume_state_converts_and_restores(tmp_path, capsys):
     ("{not json", "not a data set manifest"),
     ('{"programs": 3}', "no list of programs"),
     ('{"programs": [3]}', "program 0 of the manifest"),
-    ('[{"path": {"x": 1}}]', "program 0 of the manifest"),
+    ('{"programs": [{"path": {"x": 1}}]}', "program 0 of the manifest"),
+    ('[{"path": "a.mlir"}]', "no list of programs"),
     ("[" * 100_000, "nested too deeply"),
 ])
 def test_bad_manifests_are_one_line_errors(tmp_path, capsys, content, expected):
@@ -275,7 +276,6 @@ def test_manifest_size_limit(tmp_path, monkeypatch):
 
     man = tmp_path / "manifest.json"
     man.write_text(json.dumps({"programs": [{"path": "a.mlir", "split": "train"}] * 20}))
-    monkeypatch.setattr(data, "MAX_MANIFEST_BYTES", 100)
     monkeypatch.setattr(dataset, "MAX_MANIFEST_BYTES", 100)
     with pytest.raises(EngineError, match="larger than"):
         data.program_paths(str(man))
@@ -315,7 +315,7 @@ def test_foreign_cache_rows_are_misses(tmp_path):
     assert c.get("p", "s", "m") == {"status": "ok"}
     db = sqlite3.connect(str(tmp_path / "c.sqlite"))
     for sched, row in [("list", "[1]"), ("blob", b"\x80\x04"), ("deep", "[" * 100_000), ("bad", "{x")]:
-        db.execute("INSERT INTO measurements VALUES ('p', ?, 'm', ?, 0)", (sched, row))
+        db.execute("INSERT INTO measurements VALUES ('p', ?, 'm', ?, 'not a checksum', 0)", (sched, row))
     db.commit()
     db.close()
     assert [c.get("p", s, "m") for s in ("list", "blob", "deep", "bad")] == [None] * 4

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 
 import pytest
@@ -91,22 +92,148 @@ def test_program_text_travels_with_a_trace_of_an_in_memory_program(engine, tmp_p
 
 
 def test_env_traces_number_their_episodes_after_those_in_the_file(engine, matmul, tmp_path):
+    import gymnasium
+
     from engine.actions import to_vectors
-    from engine.env import ScheduleEnv
     from engine.schedule import Action
 
     path = str(tmp_path / "env.jsonl")
     write_schedule(path, matmul, parse("op0: NT; op1: NT"), "user", None)
-    env = ScheduleEnv(matmul, engine=engine, measure="never", trace=path)
+    env = gymnasium.make("mlir_rl/Schedule-v0", program=matmul, engine=engine, measure="never", trace=path)
     for _ in range(2):
         env.reset()
         while not env.unwrapped.session.done:
-            (v,) = to_vectors(env.session, Action("NT"))
+            (v,) = to_vectors(env.unwrapped.session, Action("NT"))
             env.step(v)
     env.close()
     eps = read_trace(path).episodes()
     assert [e.records[0]["episode"] for e in eps] == [0, 1, 2]
     assert [e.records[0]["source"] for e in eps] == ["user", "policy", "policy"]
+
+
+def test_env_wrapper_records_an_interchange_whole_with_the_observation_before_its_first_level(engine, matmul,
+                                                                                               tmp_path):
+    from engine.actions import to_vectors
+    from engine.env import RecordTrace, ScheduleEnv
+    from engine.schedule import Action
+
+    path = str(tmp_path / "env.jsonl")
+    env = RecordTrace(ScheduleEnv(matmul, engine=engine, measure="never"), path, source="user")
+    obs, info = env.reset(seed=0)
+    mask = [m.tolist() for m in info["action_mask"]]
+    for a in [Action("I", (2, 0, 1)), Action("NT"), Action("NT")]:
+        for v in to_vectors(env.unwrapped.session, a):
+            env.step(v)
+    env.close()
+    (ep,) = read_trace(path).episodes()
+    assert [r["action"] for r in ep.records] == ["I(2,0,1)", "NT", "NT"]
+    assert [r["step"] for r in ep.records] == [0, 1, 2] and {r["source"] for r in ep.records} == {"user"}
+    assert ep.records[0]["observation"] == obs.tolist() and ep.records[0]["mask"] == mask
+    assert ep.records[1]["observation"] != obs.tolist()  # NT on op0 sees the interchanged loops
+
+
+def test_recorder_writes_steps_in_step_order_once_a_measurement_is_known(matmul, tmp_path):
+    """The app's use: measurements arrive later, some never (cancelled), a step may be undone."""
+    from engine import Session
+    from engine.actions import flat_mask
+    from engine.trace import TraceRecorder
+
+    path = tmp_path / "t.jsonl"
+    sess = Session(matmul)
+    rec = TraceRecorder(str(path))
+
+    def step(text: str, source: str = "user"):
+        nonlocal sess
+        a = parse(f"op0: {text}").actions("op0")[0]
+        h = rec.step(matmul, sess.current.op.id, a, sess.observation(), flat_mask(sess.mask()), source)
+        sess = sess.apply(a)
+        return h
+
+    def actions():
+        return [(r["action"], r["step"], r["measurement"]) for r in read_trace(str(path)).records]
+
+    h0, h1, h2 = step("T(32,32,32)"), step("T(8,8,8)", "policy"), step("T(4,4,4)")
+    assert actions() == []  # nothing measured yet
+    rec.measured(h1, {"status": "ok", "speedup": 2.0})  # h0's measurement was cancelled: it goes without
+    assert actions() == [("T(32,32,32)", 0, None), ("T(8,8,8)", 1, {"status": "ok", "speedup": 2.0})]
+    rec.measured(h0, {"status": "ok", "speedup": 1.5})  # too late: already written
+    assert not rec.discard(h1) and rec.discard(h2)  # undo: h2 is forgotten, h1 is in the file
+    h3 = step("V")
+    assert h3.record["step"] == 2
+    rec.close()  # writes h3, still waiting
+    assert actions()[2:] == [("V", 2, None)]
+    (ep,) = read_trace(str(path)).episodes()
+    assert ep.schedule == parse("op0: T(32,32,32) T(8,8,8) V") and ep.measurement["speedup"] == 2.0
+    assert [r["source"] for r in ep.records] == ["user", "policy", "user"]
+
+
+def test_recorders_never_share_an_episode_number(matmul, tmp_path):
+    from engine.trace import TraceRecorder
+
+    path = str(tmp_path / "t.jsonl")
+    with open(path, "w") as f:  # a record of an older trace, without "episode": episode 0
+        f.write(json.dumps({"program": matmul.path, "program_sha256": matmul.sha256, "op": "op0", "step": 0,
+                            "action": "NT", "source": "user"}) + "\n")
+    a, b = TraceRecorder(path), TraceRecorder(path)
+    for rec in (a, b, a, b):
+        rec.new_episode()
+        rec.measured(rec.step(matmul, "op0", "NT", [], [], "search"), None)
+    a.close()
+    b.close()
+    assert [r.get("episode") for r in read_trace(path).records] == [None, 1, 2, 3, 4]
+    assert len(read_trace(path).episodes()) == 5
+
+
+def test_traces_of_earlier_writers_still_read(matmul, tmp_path):
+    """As the app (no "episode", steps from 1, "cancelled" measurements) and agent.expert (mask [], no
+    "episode") wrote them before the recorder: each file is one episode."""
+    from agent.bc import examples_from_trace
+
+    def rec(step, action, measurement=None, **kw):
+        return json.dumps({"program": str(SAMPLES / "matmul.mlir"), "program_sha256": matmul.sha256, "op": "op0",
+                           "step": step, "action": action, "observation": [], "mask": [], "source": "user",
+                           "measurement": measurement, "time": 0.0, **kw})
+
+    app = tmp_path / "app.jsonl"
+    app.write_text("\n".join([rec(1, "T(8,32,1)", {"status": "cancelled", "schedule": "op0: T(8,32,1)"}),
+                              rec(2, "V", {"status": "ok", "speedup": 3.0})]) + "\n")
+    (ep,) = read_trace(str(app)).episodes()
+    assert ep.schedule == parse("op0: T(8,32,1) V") and ep.measurement["speedup"] == 3.0
+    assert len(examples_from_trace(str(app), [matmul])) == 3  # T, V, and NT on op1
+
+    env = tmp_path / "env.jsonl"
+    env.write_text("\n".join([rec(0, "NT", episode=4), rec(0, "T(8,8,8)", episode=5), rec(1, "NT", episode=5)])
+                   + "\n")
+    assert [e.schedule for e in read_trace(str(env)).episodes()] == [parse("op0: NT"), parse("op0: T(8,8,8) NT")]
+    assert len(examples_from_trace(str(env), [matmul])) == 2 + 3
+
+
+def test_two_episodes_of_one_program_read_back_and_clone_as_two_schedules(matmul, tmp_path):
+    from engine import Session
+    from engine.actions import flat_mask
+    from engine.trace import TraceRecorder
+
+    path = str(tmp_path / "t.jsonl")
+    first, second = parse("op0: T(32,32,32) NT; op1: NT"), parse("op0: TF(64,64,0) T(8,32,1) V; op1: NT")
+    with TraceRecorder(path) as rec:
+        for sched, m in [(first, {"status": "ok", "speedup": 2.0}), (second, None)]:
+            rec.new_episode()
+            sess, h = Session(matmul), None
+            for op in matmul.ops:
+                for a in sched.actions(op.id):
+                    h = rec.step(matmul, op.id, a, sess.observation(), flat_mask(sess.mask()), "user")
+                    sess = sess.apply(a)
+            rec.measured(h, m)
+    eps = read_trace(path).episodes()
+    assert [e.schedule for e in eps] == [first, second]
+    assert [e.program_sha256 for e in eps] == [matmul.sha256] * 2
+
+    from agent.bc import examples_from_schedule, examples_from_trace
+
+    got = examples_from_trace(path, [matmul])
+    want = examples_from_schedule(matmul, first, math.log(2.0)) + examples_from_schedule(matmul, second)
+    assert len(got) == len(want) == 3 + 4
+    assert all((g.action == w.action).all() and g.value == w.value for g, w in zip(got, want))
 
 
 def test_replay_errors_are_one_line(tmp_path, cli):

@@ -104,9 +104,24 @@ def load(name_or_path: str) -> Lesson:
         faster = s.get("faster")
         if faster is not None and not isinstance(faster, (int, float)):
             raise EngineError(f"{where}: faster must be a number")
-        steps.append(Step(str(s["title"]), str(s["schedule"]), str(s["text"]).strip(), look,
+        steps.append(Step(str(s["title"]), str(s["schedule"]), reflow(str(s["text"])), look,
                           float(faster) if faster is not None else None))
     if not steps:
         raise EngineError(f"{path}: a lesson needs at least one step")
+    from engine import load_file
+    from engine.state import replay
+
+    program = load_file(prog_path)
+    for i, st in enumerate(steps):
+        try:
+            replay(program, parse(st.schedule))
+        except EngineError as e:
+            raise EngineError(f"{path}: step {i + 1}: {e}") from None
     name = os.path.splitext(os.path.basename(path))[0]
-    return Lesson(name, str(data["title"]), prog_path, str(data.get("summary", "")).strip(), steps)
+    return Lesson(name, str(data["title"]), prog_path, reflow(str(data.get("summary", ""))), steps)
+
+
+def reflow(text: str) -> str:
+    """Paragraphs of the TOML text as single lines (the panel wraps them to its width)."""
+    paras = [" ".join(p.split()) for p in text.strip().split("\n\n")]
+    return "\n\n".join(p for p in paras if p)

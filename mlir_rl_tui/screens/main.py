@@ -1,17 +1,13 @@
-"""The workspace: op tree and plot, IR view, mask / features / suggestion, action bar, status bar.
+"""The main screen: op tree and plot, IR view, mask / features / suggestion / lesson, action bar, status bar.
 
-All scheduling state lives here: the Session (plain engine data, cheap to copy), the steps taken on
-the current path (undo pops them), and the measurements by schedule text. Slow work (measure,
-transformed IR, suggestion, export) runs in thread workers that report by posting messages.
+It composes widgets and routes messages; the scheduling state and every decision about it live in the
+`Workspace` (mlir_rl_tui/workspace.py, no Textual). Slow work (measure, transformed IR, diff, suggestion,
+export, per-op profile) runs in thread workers that report by posting messages, never touching widgets.
 """
 
 from __future__ import annotations
 
-import difflib
-import os
 import threading
-import time
-from dataclasses import dataclass, field
 
 from textual import on, work
 from textual.app import ComposeResult
@@ -21,37 +17,33 @@ from textual.screen import Screen
 from textual.widgets import Header, TabbedContent, TabPane
 from textual.worker import Worker, WorkerState, get_current_worker
 
-from engine import Action, EngineError, Measurement, Program, Session, to_text
-from engine.actions import flat_mask
-from engine.trace import TraceWriter, make_record
+from engine import Action, EngineError, Program, Session, to_text
 from mlir_rl_tui.adapter import Adapter, NoPolicy, Suggestion
-from mlir_rl_tui.messages import DiffReady, ExportDone, IRReady, MeasureDone, MeasureProgress, SuggestionReady
+from mlir_rl_tui.messages import (
+    DiffReady,
+    ExportDone,
+    IRReady,
+    MeasureDone,
+    MeasureProgress,
+    ProfileReady,
+    SuggestionReady,
+)
 from mlir_rl_tui.widgets.action_bar import ActionBar
 from mlir_rl_tui.widgets.features import FeaturesView
 from mlir_rl_tui.widgets.footer import StableFooter
 from mlir_rl_tui.widgets.ir_view import IRView
+from mlir_rl_tui.widgets.lesson import LessonView
 from mlir_rl_tui.widgets.loopnest import loop_nest
 from mlir_rl_tui.widgets.mask import MaskView
 from mlir_rl_tui.widgets.plot import Point, SpeedupPlot
 from mlir_rl_tui.widgets.schedule import OpTree
 from mlir_rl_tui.widgets.status_bar import StatusBar
 from mlir_rl_tui.widgets.suggest import SuggestView
-
-
-@dataclass
-class Step:
-    """One applied action on the current path, with its trace record (measurement filled in later)."""
-
-    action: Action
-    op: str
-    source: str
-    schedule: str  # schedule text after the step
-    record: dict = field(default_factory=dict)
-    written: bool = False
+from mlir_rl_tui.workspace import Workspace
 
 
 class MainScreen(Screen):
-    """Keyboard first: every binding is also a command in the palette (commands.py)."""
+    """Keyboard first: every binding is also a command in the palette."""
 
     BINDINGS = [
         Binding("t", "pick('T')", "tile"),
@@ -66,6 +58,7 @@ class MainScreen(Screen):
         Binding("a", "accept", "accept"),
         Binding("r", "record", "record"),
         Binding("e", "export", "export"),
+        Binding("o", "profile", "per op", show=False),
         Binding("1", "view('original')", "original", show=False),
         Binding("2", "view('transformed')", "transformed", show=False),
         Binding("3", "view('diff')", "diff", show=False),
@@ -73,27 +66,31 @@ class MainScreen(Screen):
         Binding("5", "view('script')", "script", show=False),
         Binding("m", "panel('mask')", "mask", show=False),
         Binding("F", "panel('features')", "features", show=False),
+        Binding("right_square_bracket", "lesson_step(1)", "next step", show=False, key_display="]"),
+        Binding("left_square_bracket", "lesson_step(-1)", "step back", show=False, key_display="["),
+        Binding("l", "lesson_step(0)", "back to the lesson", show=False),
     ]
 
-    def __init__(self, program: Program, adapter: Adapter, record: str | None = None) -> None:
+    def __init__(self, program: Program, adapter: Adapter, record: str | None = None, lesson=None) -> None:
         super().__init__()
         self.program = program
-        self.adapter = adapter
-        self.session = Session(program)
-        self.steps: list[Step] = []
-        self.measurements: dict[str, Measurement] = {}
-        self.ir: dict[str, tuple[str, str]] = {}
-        self.diffs: dict[tuple[str, str], str] = {}
-        self._diffing: tuple[str, str] | None = None
-        self.suggestion: Suggestion | None = None
-        self.suggestion_for: str | None = None
-        self.trace_path = record
-        self.trace: TraceWriter | None = None
-        self.step_counter = 0
+        self.workspace = Workspace(program, adapter, record)
+        self.lesson = lesson  # mlir_rl_tui.lessons.Lesson, or None
+        self.lesson_at = -1  # the lesson's step shown last (-1: its summary)
         self._cancel = threading.Event()
         self._measuring: str | None = None
+        self._diffing: tuple[str, str] | None = None
         self._panels_pending = False
         self._features_for: Session | None = None
+
+    # -- convenience for tests and the palette --------------------------------------------------
+    @property
+    def session(self) -> Session:
+        return self.workspace.session
+
+    @property
+    def schedule_text(self) -> str:
+        return self.workspace.schedule_text
 
     # ------------------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -105,26 +102,30 @@ class MainScreen(Screen):
             yield OpTree(id="ops")
             yield SpeedupPlot(id="plot")
         yield IRView(id="ir")
-        with TabbedContent(id="right", initial="mask"):
+        with TabbedContent(id="right", initial="lesson" if self.lesson else "mask"):
             with TabPane("mask", id="mask"):
                 yield MaskView(id="mask-view")
             with TabPane("features", id="features"):
                 yield FeaturesView(id="features-view")
             with TabPane("suggest", id="suggest"):
                 yield SuggestView(id="suggest-view")
+            if self.lesson is not None:
+                with TabPane("lesson", id="lesson"):
+                    yield LessonView(self.lesson, id="lesson-view")
         yield ActionBar(max_loops=max(len(o.loops) for o in self.program.ops), id="actions")
         yield StatusBar(flops=self.program.flops, id="statusbar")
         yield StableFooter()
 
     def on_mount(self) -> None:
+        import os
+
         name = os.path.basename(self.program.path or "program")
-        self.title = "mlir-rl-tui"
-        if len(self.program.functions) > 1:  # the entry function, when the file has several
-            name += f" @{self.program.func_name}"
-        self.sub_title = f"{name}  ({len(self.program.ops)} ops, {self.program.flops / 1e6:.1f} MFLOP)"
+        self.title = "mlir-rl-tui" + (f" — lesson: {self.lesson.title}" if self.lesson else "")
+        entry = f" @{self.program.func_name}" if len(self.program.functions) > 1 else ""
+        self.sub_title = f"{name}{entry}  ({len(self.program.ops)} ops, {self.program.flops / 1e6:.1f} MFLOP)"
         self.query_one(IRView).set_text("original", self.program.text)
-        if self.trace_path:
-            self._open_trace(self.trace_path)
+        if self.workspace.trace_path:
+            self._start_recording(self.workspace.trace_path)
         self.refresh_views()
         self.query_one("#ops", OpTree).focus()
         # the baseline starts the engine's workers: after the first paint, not before it
@@ -138,29 +139,21 @@ class MainScreen(Screen):
             idle_gc.start(self.app)  # full garbage collections only while the user is idle (idle_gc.py)
 
     def _first_measure(self) -> None:
-        if self._measuring is None and self.schedule_text not in self.measurements:
+        if self._measuring is None and self.workspace.needs_measurement():
             self.measure_current()
 
     # ------------------------------------------------------------------------------------------
-    @property
-    def schedule_text(self) -> str:
-        return to_text(self.session.schedule)
-
     def refresh_views(self) -> None:
         """Every view that follows the session (cheap: no worker involved).
 
         The side panels (mask, features, plot) follow one frame later: two shorter frames, and the event
         loop runs in between, instead of one long one (benchmarks/app_responsiveness.py)."""
-        s = self.session
-        self.query_one(OpTree).show(s)
-        self.query_one(ActionBar).show(s)
+        ws = self.workspace
+        self.query_one(OpTree).show(ws.session, ws.shares())
+        self.query_one(ActionBar).show(ws.session)
         ir = self.query_one(IRView)
         ir.set_text("loops", self._loop_text())
-        try:
-            ir.set_text("script", self.adapter.script(self.program, s.schedule) if self.steps else
-                        "// no step yet: the transform script is empty")
-        except EngineError as e:
-            ir.set_text("script", f"// {e}")
+        ir.set_text("script", ws.script_text())
         self._refresh_ir()
         self._refresh_status()
         self._panels_later()
@@ -179,79 +172,70 @@ class MainScreen(Screen):
 
     def _refresh_features(self) -> None:
         """The features panel, only while it is shown (else when it is next shown)."""
-        if self._features_for is self.session or self.query_one("#right", TabbedContent).active != "features":
+        s = self.workspace.session
+        if self._features_for is s or self.query_one("#right", TabbedContent).active != "features":
             return
-        self._features_for = self.session
-        self.query_one(FeaturesView).show(self.session)
+        self._features_for = s
+        self.query_one(FeaturesView).show(s)
 
     @on(TabbedContent.TabActivated, "#right")
     def _on_panel(self, _: TabbedContent.TabActivated) -> None:
         self._refresh_features()
 
     def _loop_text(self) -> str:
-        s = self.session
+        s = self.workspace.session
         st = s.current
         if st is None:
-            parts = [loop_nest(s.states[o.id], o.fusion_producer) for o in self.program.ops]
-            return "\n\n".join(parts)
+            return "\n\n".join(loop_nest(s.states[o.id], o.fusion_producer) for o in self.program.ops)
         return loop_nest(st, st.op.fusion_producer, s.pending)
 
     def _refresh_ir(self) -> None:
-        """Fill the transformed and diff views from the IR cache; fetch (or diff) what is missing if shown."""
-        ir = self.query_one(IRView)
-        cur = self.schedule_text
-        prev = self.steps[-2].schedule if len(self.steps) >= 2 else ""
-        if cur in self.ir:
-            status, text = self.ir[cur]
+        """Fill the transformed and diff views from what the workspace knows; fetch what is missing if shown."""
+        ws, ir = self.workspace, self.query_one(IRView)
+        cur, prev = ws.schedule_text, ws.previous_schedule
+        if cur in ws.ir:
+            status, text = ws.ir[cur]
             ir.set_text("transformed", text if status == "ok" else f"// {status}: {text}")
         else:
             ir.set_text("transformed", "// computing the transformed IR...")
-        if not self.steps:
+        if not ws.steps:
             ir.set_text("diff", "")
-        elif (prev, cur) in self.diffs:
-            ir.set_text("diff", self.diffs[(prev, cur)])
+        elif (prev, cur) in ws.diffs:
+            ir.set_text("diff", ws.diffs[(prev, cur)])
         else:
             ir.set_text("diff", "computing the diff...")
-            if ir.mode == "diff" and cur in self.ir and prev in self.ir and self._diffing != (prev, cur):
+            if ir.mode == "diff" and cur in ws.ir and prev in ws.ir and self._diffing != (prev, cur):
                 self._diffing = (prev, cur)
-                self.make_diff(prev, cur, self.ir[prev][1], self.ir[cur][1])
+                self.make_diff(prev, cur, ws.ir[prev][1], ws.ir[cur][1])
         need = []
-        if ir.mode in ("transformed", "diff") and cur not in self.ir:
+        if ir.mode in ("transformed", "diff") and cur not in ws.ir:
             need.append(cur)
-        if ir.mode == "diff" and self.steps and prev not in self.ir:
+        if ir.mode == "diff" and ws.steps and prev not in ws.ir:
             need.append(prev)
         if need:
             self.fetch_ir(need)
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="diff", description="diff")
     def make_diff(self, prev: str, cur: str, a: str, b: str) -> None:
-        """difflib is quadratic in the worst case: never on the UI thread."""
-        diff = difflib.unified_diff(a.splitlines(), b.splitlines(), prev or "original", cur, lineterm="", n=2)
-        self.post_message(DiffReady(prev, cur, "\n".join(diff) or "(no change in the IR)"))
+        self.post_message(DiffReady(prev, cur, Workspace.make_diff(prev, cur, a, b)))
 
     @on(DiffReady)
     def _on_diff(self, msg: DiffReady) -> None:
-        self.diffs[(msg.prev, msg.schedule)] = msg.text
+        self.workspace.diffs[(msg.prev, msg.schedule)] = msg.text
         if self._diffing == (msg.prev, msg.schedule):
             self._diffing = None
         self._refresh_ir()
 
     def _refresh_plot(self) -> None:
-        pts = []
-        for n, st in enumerate(self.steps, 1):
-            m = self.measurements.get(st.schedule)
-            if m is not None and m.ok and m.speedup:
-                pts.append(Point(n, m.speedup, st.source, m.peak_fraction))
-        self.query_one(SpeedupPlot).set_points(pts)
+        self.query_one(SpeedupPlot).set_points([Point(*p) for p in self.workspace.plot_points()])
 
     def _refresh_status(self) -> None:
-        bar = self.query_one(StatusBar)
-        m = self.measurements.get(self.schedule_text)
-        base = self.measurements.get("")
-        if base is not None and base.ok:
-            bar.set_baseline(base.time_ms)
+        ws, bar = self.workspace, self.query_one(StatusBar)
+        m = ws.measurement()
+        if ws.baseline is not None and ws.baseline.ok:
+            bar.set_baseline(ws.baseline.time_ms)
         bar.set_measurement(m)
-        if self._measuring == self.schedule_text:
+        if self._measuring == ws.schedule_text:
             return
         if m is None:
             bar.set_status("idle", "")
@@ -264,37 +248,31 @@ class MainScreen(Screen):
     # ------------------------------------------------------------------------------------------
     def apply_action(self, action: Action, source: str = "user") -> bool:
         """Apply to the current op; a masked action shows its reason and changes nothing."""
-        before = self.session
-        st = before.current
         try:
-            after = before.apply(action)
+            self.workspace.apply(action, source)
         except EngineError as e:
             self.query_one(StatusBar).set_status("masked", str(e))
             self.notify(str(e), title="not applied", severity="warning")
             return False
-        assert st is not None
-        self.step_counter += 1
-        record = make_record(self.program.path, self.program.sha256, st.op.id, self.step_counter, action,
-                             before.observation(), flat_mask(before.mask(), before.limits), source, None)
-        self.session = after
-        self.steps.append(Step(action, st.op.id, source, self.schedule_text, record))
-        self.suggestion = None
-        self.refresh_views()
-        self.measure_current()
+        self._stepped()
         return True
 
+    def _stepped(self) -> None:
+        self.refresh_views()
+        self.measure_current()
+
     def measure_current(self) -> None:
-        text = self.schedule_text
-        if text in self.measurements and self.measurements[text].status != "cancelled":
+        ws = self.workspace
+        if not ws.needs_measurement():
             self._measuring = None
             self._refresh_status()
-            self._resolve_records(text)
+            ws.resolve_records(ws.schedule_text)
             return
         self._cancel.set()
         self._cancel = threading.Event()
-        self._measuring = text
+        self._measuring = ws.schedule_text
         self.query_one(StatusBar).set_progress("queued", 0, 0)
-        self.measure(self.session, self._cancel)
+        self.measure(ws.session, self._cancel)
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="measure", description="measure")
     def measure(self, session: Session, cancel: threading.Event) -> None:
@@ -305,11 +283,7 @@ class MainScreen(Screen):
             if not worker.is_cancelled:
                 self.post_message(MeasureProgress(text, phase, i, n))
 
-        try:
-            m = self.adapter.measure(session.program, session.schedule, on_progress=progress, cancel=cancel)
-        except EngineError as e:
-            m = Measurement(status="transform-error", schedule=text, error=str(e))
-        self.post_message(MeasureDone(text, m))
+        self.post_message(MeasureDone(text, self.workspace.measure(session, progress, cancel)))
 
     @on(MeasureProgress)
     def _on_progress(self, msg: MeasureProgress) -> None:
@@ -319,16 +293,14 @@ class MainScreen(Screen):
     @on(MeasureDone)
     def _on_measured(self, msg: MeasureDone) -> None:
         m = msg.measurement
-        if m.status != "cancelled":
-            self.measurements[msg.schedule] = m
-            if m.ok and m.baseline_ms and "" not in self.measurements:
-                self.measurements[""] = Measurement("ok", "", m.baseline_ms, m.baseline_ms, 1.0, True)
+        self.workspace.measured(msg.schedule, m)
         if msg.schedule == self._measuring:
             self._measuring = None
-        self._resolve_records(msg.schedule, m)
         self._refresh_status()
         self._refresh_plot()
-        if m.status not in ("ok", "cancelled") and msg.schedule == self.schedule_text:
+        if self.lesson is not None:
+            self.query_one(LessonView).measured(msg.schedule, m, self.workspace)
+        if m.status not in ("ok", "cancelled") and msg.schedule == self.workspace.schedule_text:
             self.notify(f"{m.status}: {m.error}", title="step failed", severity="error", timeout=6)
 
     @on(Worker.StateChanged)
@@ -345,20 +317,14 @@ class MainScreen(Screen):
     # ------------------------------------------------------------------------------------------
     @work(thread=True, exclusive=True, exit_on_error=False, group="ir", description="transformed IR")
     def fetch_ir(self, schedules: list[str]) -> None:
-        from engine import parse
-
         for text in schedules:
             if get_current_worker().is_cancelled:
                 return
-            if not text:
-                self.post_message(IRReady(text, "ok", self.program.text))
-                continue
-            status, out = self.adapter.transformed_ir(self.program, parse(text))
+            status, out = self.workspace.fetch_ir(text)
             self.post_message(IRReady(text, status, out))
 
     @on(IRReady)
-    def _on_ir(self, msg: IRReady) -> None:
-        self.ir[msg.schedule] = (msg.status, msg.text)
+    def _on_ir(self, _: IRReady) -> None:
         self._refresh_ir()
 
     @on(IRView.ModeChanged)
@@ -366,43 +332,48 @@ class MainScreen(Screen):
         self._refresh_ir()
 
     # ------------------------------------------------------------------------------------------
-    def _open_trace(self, path: str) -> None:
+    def action_profile(self) -> None:
+        """Each op's share of the current schedule's time, shown in the op tree (apply --per-op)."""
+        self.query_one(StatusBar).set_status("measuring", "profiling op by op...")
+        self.profile(self.workspace.session)
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="profile", description="per-op profile")
+    def profile(self, session: Session) -> None:
         try:
-            self.trace = TraceWriter(path)
-            self.trace_path = path
+            groups = self.workspace.profile(session)
+        except EngineError as e:
+            self.post_message(ProfileReady(to_text(session.schedule), [], str(e)))
+            return
+        self.post_message(ProfileReady(to_text(session.schedule), groups))
+
+    @on(ProfileReady)
+    def _on_profile(self, msg: ProfileReady) -> None:
+        bar = self.query_one(StatusBar)
+        if msg.error:
+            bar.set_status("error", f"per-op profile: {msg.error}")
+            return
+        top = max(msg.groups, key=lambda g: g["share"], default=None)
+        if top is not None:
+            bar.set_status("ok", f"per op: {' + '.join(top['ops'])} takes {100 * top['share']:.0f}% of the time")
+        self.query_one(OpTree).show(self.workspace.session, self.workspace.shares())
+
+    # ------------------------------------------------------------------------------------------
+    def _start_recording(self, path: str | None) -> None:
+        try:
+            path = self.workspace.start_recording(path)
             self.notify(f"recording to {path}", title="record on")
         except OSError as e:
-            self.trace = None
             self.query_one(StatusBar).set_status("error", f"cannot record to {path}: {e.strerror}")
 
-    def _resolve_records(self, schedule: str, m: Measurement | None = None) -> None:
-        """Write the records of the path up to the step that made `schedule` (appended in step order)."""
-        m = m or self.measurements.get(schedule)
-        idx = next((k for k, st in enumerate(self.steps) if st.schedule == schedule), None)
-        if idx is None:
-            return
-        for k in range(idx + 1):
-            st = self.steps[k]
-            if k == idx and m is not None:
-                st.record["measurement"] = m.to_json()
-            elif st.record.get("measurement") is None:
-                known = self.measurements.get(st.schedule)
-                st.record["measurement"] = known.to_json() if known else {"status": "cancelled",
-                                                                           "schedule": st.schedule}
-            if self.trace is not None and not st.written:
-                self.trace.append(st.record)
-                st.written = True
-
     def close_trace(self) -> None:
-        """Flush what is still waiting for a measurement, then close."""
-        if self.trace is None:
+        self.workspace.stop_recording()
+
+    def action_record(self) -> None:
+        if self.workspace.recording:
+            path = self.workspace.stop_recording()
+            self.notify(f"trace closed: {path}", title="record off")
             return
-        for st in self.steps:
-            if not st.written:
-                self.trace.append(st.record)
-                st.written = True
-        self.trace.close()
-        self.trace = None
+        self._start_recording(None)
 
     # ------------------------------------------------------------------------------------------
     def action_pick(self, kind: str) -> None:
@@ -419,15 +390,12 @@ class MainScreen(Screen):
         self.apply_action(Action("NT"))
 
     def action_undo(self) -> None:
-        if not self.steps:
+        step = self.workspace.undo()
+        if step is None:
             self.query_one(StatusBar).set_status("idle", "nothing to undo")
             return
-        st = self.steps.pop()
-        self.session = self.session.undo()
-        self.suggestion = None
-        self.refresh_views()
-        self.measure_current()
-        self.notify(f"undid {st.action} on {st.op}" + (" (already in the trace)" if st.written else ""))
+        self._stepped()
+        self.notify(f"undid {step.label}" + (" (already in the trace)" if step.written else ""))
 
     def action_view(self, mode: str) -> None:
         self.query_one(IRView).select(mode)
@@ -435,29 +403,36 @@ class MainScreen(Screen):
     def action_panel(self, name: str) -> None:
         self.query_one("#right", TabbedContent).active = name
 
-    def action_record(self) -> None:
-        if self.trace is not None:
-            path = self.trace_path
-            self.close_trace()
-            self.notify(f"trace closed: {path}", title="record off")
+    # -- lessons ------------------------------------------------------------------------------
+    def action_lesson_step(self, delta: int) -> None:
+        """Next (1) / previous (-1) step of the lesson, or back to the step shown (0) after trying one's own."""
+        if self.lesson is None:
+            self.notify("no lesson open: `mlir-rl-tui lesson` lists them", severity="warning")
             return
-        stem = os.path.splitext(os.path.basename(self.program.path or "program"))[0]
-        path = self.trace_path or f"{stem}-{time.strftime('%Y%m%d-%H%M%S')}.trace.jsonl"
-        self._open_trace(path)
+        k = max(0, min(len(self.lesson.steps) - 1, self.lesson_at + delta if delta else max(self.lesson_at, 0)))
+        self.lesson_at = k
+        step = self.lesson.steps[k]
+        if step.schedule != self.workspace.schedule_text:
+            self.workspace.jump(step.schedule, "lesson", f"lesson step {k + 1}")
+            self._stepped()
+        self.query_one(LessonView).show_step(k, self.workspace)
+        self.query_one("#right", TabbedContent).active = "lesson"
+        self.query_one(IRView).select(step.look)
 
+    # -- agent --------------------------------------------------------------------------------
     def action_suggest(self) -> None:
-        if self.session.done:
+        if self.workspace.session.done:
             self.query_one(SuggestView).show_error("every op is finished: nothing to suggest")
             return
         self.query_one("#right", TabbedContent).active = "suggest"
         self.query_one(SuggestView).show_waiting()
-        self.ask_policy(self.session)
+        self.ask_policy(self.workspace.session)
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="suggest", description="suggest")
     def ask_policy(self, session: Session) -> None:
         text = to_text(session.schedule)
         try:
-            sug = self.adapter.suggest(session)
+            sug = self.workspace.adapter.suggest(session)
         except NoPolicy as e:
             self.post_message(SuggestionReady(text, None, str(e)))
             return
@@ -465,62 +440,42 @@ class MainScreen(Screen):
 
     @on(SuggestionReady)
     def _on_suggestion(self, msg: SuggestionReady) -> None:
-        view = self.query_one(SuggestView)
-        if msg.schedule != self.schedule_text:
+        ws, view = self.workspace, self.query_one(SuggestView)
+        if msg.schedule != ws.schedule_text:
             return
         if msg.suggestion is None:
-            self.suggestion = None
+            ws.suggestion = None
             view.show_error(msg.error)
             self.query_one(StatusBar).set_status("no policy", msg.error)
             return
         assert isinstance(msg.suggestion, Suggestion)
-        self.suggestion = msg.suggestion
-        self.suggestion_for = msg.schedule
+        ws.suggestion, ws.suggestion_for = msg.suggestion, msg.schedule
         view.show(str(msg.suggestion.action), msg.suggestion.top)
 
     def action_accept(self) -> None:
-        if self.suggestion is None or self.suggestion_for != self.schedule_text:
+        ws = self.workspace
+        if ws.suggestion is None or ws.suggestion_for != ws.schedule_text:
             self.notify("no suggestion for this state: press s first", severity="warning")
             return
-        self.apply_action(self.suggestion.action, source="policy")
+        self.apply_action(ws.suggestion.action, source="policy")
 
+    # -- export -------------------------------------------------------------------------------
     def action_export(self) -> None:
         from mlir_rl_tui.screens.export import ExportScreen
-
-        stem = os.path.splitext(os.path.basename(self.program.path or "program"))[0]
 
         def done(folder: str | None) -> None:
             if folder:
                 self.query_one(StatusBar).set_status("measuring", f"exporting to {folder}...")
-                self.export(folder, self.session, [st.record for st in self.steps])
+                self.export(folder, self.workspace.session)
 
-        self.app.push_screen(ExportScreen(f"{stem}-export"), done)
+        self.app.push_screen(ExportScreen(f"{self.workspace.stem}-export"), done)
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="export", description="export")
-    def export(self, folder: str, session: Session, records: list[dict]) -> None:
-        stem = os.path.splitext(os.path.basename(self.program.path or "program"))[0]
-        files = []
+    def export(self, folder: str, session: Session) -> None:
         try:
-            os.makedirs(folder, exist_ok=True)
-            status, ir = self.adapter.transformed_ir(self.program, session.schedule)
-            if status != "ok":
-                self.post_message(ExportDone(folder, [], f"transformed IR failed: {status}: {ir}"))
-                return
-            outputs = {
-                f"{stem}.transformed.mlir": ir,
-                f"{stem}.transform.mlir": self.adapter.replayable(self.program, session.schedule),
-                "schedule.txt": to_text(session.schedule) + "\n",
-            }
-            for name, text in outputs.items():
-                with open(os.path.join(folder, name), "w", encoding="utf-8") as f:
-                    f.write(text)
-                files.append(name)
-            with TraceWriter(os.path.join(folder, "trace.jsonl")) as tw:
-                for r in records:
-                    tw.append(r)
-            files.append("trace.jsonl")
+            files = self.workspace.export(folder, session)
         except (OSError, EngineError) as e:
-            self.post_message(ExportDone(folder, files, " ".join(str(e).split())))
+            self.post_message(ExportDone(folder, [], " ".join(str(e).split())))
             return
         self.post_message(ExportDone(folder, files))
 
@@ -547,8 +502,8 @@ class MainScreen(Screen):
         self.call_after_refresh(self._refresh_mask)  # after the action bar's frame, as in refresh_views
 
     def _refresh_mask(self) -> None:
-        self.query_one(MaskView).show(self.session, self.query_one(ActionBar).kind)
+        self.query_one(MaskView).show(self.workspace.session, self.query_one(ActionBar).kind)
 
     def on_unmount(self) -> None:
         self._cancel.set()
-        self.close_trace()
+        self.workspace.stop_recording()

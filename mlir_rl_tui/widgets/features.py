@@ -10,7 +10,7 @@ from textual.containers import VerticalScroll
 
 from engine import Session
 from engine.config import ARITH_KINDS, OP_TYPES
-from engine.features import blocks, features
+from engine.features import blocks, features, split
 from engine.state import OpState, vectorize_choice
 from mlir_rl_tui.widgets.cached import RenderedStatic
 
@@ -29,11 +29,7 @@ def render_features(session: Session, st: OpState | None = None) -> Group | Text
     lim = session.limits
     pending = session.pending if st is session.current else None
     vec = features(st, lim, pending)
-    parts: dict[str, np.ndarray] = {}
-    pos = 0
-    for name, size in blocks(lim):
-        parts[name] = vec[pos: pos + size]
-        pos += size
+    parts = split(vec, lim)
     n, op = st.n_loops, st.op
     t = Table.grid(padding=(0, 1))
     t.add_column(no_wrap=True)

@@ -12,8 +12,8 @@ from textual.app import RenderResult
 from textual.message import Message
 from textual_plotext import PlotextPlot
 
-MARKERS = {"user": "dot", "policy": "x", "search": "+"}
-COLORS = {"user": "cyan", "policy": "magenta", "search": "orange"}
+MARKERS = {"user": "dot", "policy": "x", "search": "+", "lesson": "o"}
+COLORS = {"user": "cyan", "policy": "magenta", "search": "orange", "lesson": "green"}
 
 
 @dataclass

@@ -40,8 +40,10 @@ class OpTree(Tree[str]):
             self._shown_labels[node.id] = label
             node.set_label(label)
 
-    def show(self, session: Session) -> None:
+    def show(self, session: Session, shares: dict[str, float] | None = None) -> None:
+        """`shares`: each op's share of the schedule's time (apply --per-op), when profiled."""
         prog = session.program
+        shares = shares or {}
         cur = session.current
         self._relabel(self.root, Text.assemble(("@" + prog.func_name, "bold"), f"  {len(prog.ops)} ops"))
         for o in prog.ops:
@@ -52,6 +54,8 @@ class OpTree(Tree[str]):
                 (o.id, "bold reverse" if is_cur else "bold"), " ",
                 (o.name.removeprefix("linalg."), ""), " ", (o.shape_text, "cyan"),
             )
+            if o.id in shares:
+                label.append(f" {100 * shares[o.id]:.0f}%", style="bold magenta" if shares[o.id] >= 0.25 else "magenta")
             leaves = [Text.assemble(("state ", "dim"), (st.status, STATE_STYLE.get(st.status, "")))]
             if o.producers:
                 leaves.append(Text.assemble(("← ", "dim"), "producers ", ", ".join(o.producers)))

@@ -1,0 +1,97 @@
+"""Lessons: the format is checked, and every shipped lesson runs end to end in the app on the real engine
+(each step applies, validates and speeds up as the lesson says); a snapshot of a lesson screen."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from engine import EngineError, load_file
+from engine.state import replay
+from mlir_rl_tui import lessons
+from mlir_rl_tui.adapter import EngineAdapter, FakeAdapter
+from mlir_rl_tui.app import make_app
+from mlir_rl_tui.widgets.lesson import LessonView
+
+
+def test_shipped_lessons_are_legal_schedules_on_their_programs():
+    names = lessons.shipped()
+    assert len(names) >= 3
+    for name in names:
+        les = lessons.load(name)
+        prog = load_file(les.program)
+        for step in les.steps:
+            from engine import parse
+
+            replay(prog, parse(step.schedule))  # raises on an illegal step
+        assert any(s.faster for s in les.steps)
+
+
+@pytest.mark.parametrize("text,what", [
+    ('title = "x"\nprogram = "matmul"\n', "missing `step`"),
+    ('title = "x"\nprogram = "matmul"\n[[step]]\ntitle = "a"\ntext = "b"\nschedule = "op0: T(7,1,1)"\n', "step 1"),
+    ('title = "x"\nprogram = "nope"\n[[step]]\ntitle = "a"\ntext = "b"\nschedule = ""\n', "no sample"),
+    ('title = "x"\nprogram = "matmul"\n[[step]]\ntitle = "a"\ntext = "b"\nschedule = ""\nlook = "x"\n', "look"),
+    ("not toml [", "not a lesson"),
+])
+def test_a_bad_lesson_file_is_one_line(tmp_path, text, what):
+    p = tmp_path / "l.toml"
+    p.write_text(text)
+    with pytest.raises(EngineError, match=what):
+        lessons.load(str(p))
+
+
+async def settle(pilot, timeout: float = 300.0) -> None:
+    await pilot.pause(0.15)
+    await asyncio.wait_for(pilot.app.workers.wait_for_complete(), timeout)
+    await pilot.pause()
+
+
+@pytest.mark.parametrize("name", lessons.shipped())
+def test_lesson_runs_end_to_end(engine, name):
+    les = lessons.load(name)
+    prog = load_file(les.program)
+
+    async def run() -> None:
+        app = make_app(prog, EngineAdapter(engine), lesson=les)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await settle(pilot)
+            main = app.main
+            view = main.query_one(LessonView)
+            for k, step in enumerate(les.steps):
+                await pilot.press("right_square_bracket")
+                await settle(pilot)
+                assert main.schedule_text == step.schedule, (k, main.schedule_text)
+                m, gain = view.result(k, main.workspace)
+                assert m is not None and m.ok and m.validated, (step.title, m and m.error)
+                if step.faster:
+                    assert gain is not None and gain >= step.faster, (step.title, gain)
+            # leave the lesson, try a step of one's own, come back
+            await pilot.press("u")
+            await settle(pilot)
+            assert main.schedule_text == les.steps[-2].schedule
+            await pilot.press("l")
+            await settle(pilot)
+            assert main.schedule_text == les.steps[-2].schedule or main.schedule_text == les.steps[-1].schedule
+
+    asyncio.run(run())
+
+
+def test_lesson_screen_snapshot(snap_compare):
+    les = lessons.load("matmul")
+    prog = load_file(les.program)
+    prog.path = "samples/matmul.mlir"
+
+    async def run_before(pilot) -> None:
+        await pilot.pause(0.2)
+        await pilot.app.workers.wait_for_complete()
+        for _ in range(3):
+            await pilot.press("right_square_bracket")
+            await pilot.pause(0.2)
+            await pilot.app.workers.wait_for_complete()
+        await pilot.pause(0.3)
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause()
+
+    assert snap_compare(make_app(prog, FakeAdapter(), lesson=les), terminal_size=(120, 40), run_before=run_before)
