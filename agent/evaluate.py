@@ -8,7 +8,8 @@ Per program, one program at a time (nothing else competes for the cores):
    figure is the median over rounds of the paired speedup (schedule vs baseline in the same moment);
 4. PyTorch eager on the same shapes and layout in a fresh process (agent.torch_reference), when the
    program is one op PyTorch has.
-Each row also has the fraction of the machine's roofline both schedules reach.
+Each row also has the fraction of the machine's roofline both schedules reach. The policy infers on one
+torch thread: the cores are for the kernels being timed. `mlir-rl-tui evaluate` prints `evaluation(...)`.
 """
 
 from __future__ import annotations
@@ -77,9 +78,21 @@ def summarize(rows: list[dict]) -> dict:
 def evaluate(eng: Engine, policy, paths: list[str], budget: int | None, seed: int = 0, rounds: int = 3,
              torch: bool = True, on_row: Callable[[int, int, dict], None] | None = None) -> tuple[list[dict], dict]:
     """Every program in turn (never two at once: their timings would share the cores)."""
+    from agent.suggest import set_inference_threads
+
+    set_inference_threads(1)
     rows = []
     for i, path in enumerate(paths):
         rows.append(evaluate_program(eng, policy, path, budget, seed, rounds, torch))
         if on_row is not None:
             on_row(i + 1, len(paths), rows[-1])
     return rows, summarize(rows)
+
+
+def evaluation(eng: Engine, policy, paths: list[str], budget: int | None, seed: int = 0, rounds: int = 3,
+               torch: bool = True, on_row: Callable[[int, int, dict], None] | None = None) -> dict:
+    """`evaluate` with what it was run with: the rows, their geometric means, the settings and the machine."""
+    rows, summary = evaluate(eng, policy, paths, budget, seed, rounds, torch, on_row)
+    return {"programs": rows, "gmean": summary, "hill_budget": budget, "policy": policy.path,
+            "policy_ms": round(policy.ms_per_decision, 3), "threads": len(os.sched_getaffinity(0)),
+            "rounds": rounds}

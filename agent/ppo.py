@@ -5,25 +5,27 @@ measured once at the end through the engine's worker pool and SQLite cache (pape
 reward; Pearl's memoization). With `ray_address` the episodes of an iteration run in Ray tasks, each
 with its own Engine, through the same `collect` function.
 
-    python -m agent.ppo --programs DIR --iterations 20 --out runs/ppo [--init bc.pt] [--resume]
+    mlir-rl-tui train --programs DIR --iterations 20 --out runs/ppo [--init bc.pt] [--resume]
+
+(one option per field of `Args`, mlir_rl_tui/commands/train.py).
 """
 
 from __future__ import annotations
 
-import argparse
 import csv
 import math
 import os
-import sys
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 
 import numpy as np
 import torch
 from torch import nn, optim
 
 from agent import checkpoint as ck
+from agent.evaluate import gmean
 from agent.policy import (
     ActorCritic,
     act,
@@ -285,15 +287,10 @@ def load_state(path: str) -> ResumeState:
     return ResumeState(path, tensors, info, model)
 
 
-def _bar(i: int, n: int, t0: float, text: str) -> None:
-    done = int(30 * i / max(n, 1))
-    eta = (time.time() - t0) / max(i, 1) * (n - i)
-    sys.stderr.write(f"\r[{'#' * done}{'.' * (30 - done)}] {i}/{n} eta {eta:4.0f}s {text}\033[K")
-    sys.stderr.flush()
-
-
-def train(args: Args, on_iteration=None) -> str:
-    """Train; returns the path of the final policy checkpoint (OUT/policy.pt)."""
+def train(args: Args, on_iteration: Callable[[dict], None] | None = None,
+          on_progress: Callable[[str], None] | None = None) -> str:
+    """Train; returns the path of the final policy checkpoint (OUT/policy.pt). `on_iteration` gets each
+    iteration's CSV row, `on_progress` a line saying what the iteration is doing (a progress line)."""
     from agent.data import load_programs
 
     torch.set_num_threads(args.threads)
@@ -336,9 +333,17 @@ def train(args: Args, on_iteration=None) -> str:
     if new:
         writer.writeheader()
     t0 = time.time() - t_offset
+
+    def progress(it: int, what: str) -> None:
+        if on_progress is not None:
+            done = it - start  # iterations of this run (a resumed run starts at `start`)
+            spent = time.time() - t0 - t_offset
+            eta = f", about {spent / done * (args.iterations - it):.0f} s left" if done else ""
+            on_progress(f"PPO iteration {it + 1}/{args.iterations}: {what}{eta}")
+
     try:
         for it in range(start, args.iterations):
-            _bar(it - start, args.iterations - start, t0 + t_offset, "collecting")
+            progress(it, f"collecting {args.programs_per_batch} episodes")
             indices = rng.integers(0, len(programs), args.programs_per_batch).tolist()
             seed = int(rng.integers(1 << 31))
             if remote is not None:
@@ -361,14 +366,14 @@ def train(args: Args, on_iteration=None) -> str:
                 misses = (engine.cache.misses - m0) if engine.cache else 0
                 evaluated = engine.evaluated - ev0
             global_step += sum(len(e.actions) for e in eps)
-            _bar(it - start, args.iterations - start, t0 + t_offset, "updating")
+            progress(it, "updating the policy")
             stats = update(model, optimizer, eps, args, rng)
             rewards = [e.reward for e in eps]
             ok = [e.speedup for e in eps if e.status == "ok" and e.speedup]
             row = {
                 "iteration": it + 1, "global_step": global_step, "episodes": (it + 1) * args.programs_per_batch,
                 "time_s": round(time.time() - t0, 1), "charts/reward": float(np.mean(rewards)),
-                "charts/speedup_gmean": math.exp(float(np.mean(np.log(ok)))) if ok else 0.0,
+                "charts/speedup_gmean": gmean(ok) or 0.0,
                 "charts/valid_rate": len(ok) / len(eps),
                 "charts/cache_hit_rate": hits / max(hits + misses, 1), "charts/evaluated": evaluated,
                 **{f"losses/{k}": v for k, v in stats.items()},
@@ -380,9 +385,6 @@ def train(args: Args, on_iteration=None) -> str:
                                                             "args": asdict(args)})
             if on_iteration:
                 on_iteration(row)
-            _bar(it + 1 - start, args.iterations - start, t0 + t_offset,
-                 f"reward {row['charts/reward']:.3f} speedup {row['charts/speedup_gmean']:.2f}x")
-        sys.stderr.write("\n")
     finally:
         f.close()
         if engine is not None:
@@ -391,27 +393,3 @@ def train(args: Args, on_iteration=None) -> str:
     if not os.path.exists(final):
         save(model, final, {"trained_by": "ppo", "iterations": 0})
     return final
-
-
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    """One option per Args field, with the docstring-free defaults shown in --help."""
-    for fl in fields(Args):
-        name = "--" + fl.name.replace("_", "-")
-        default = fl.default_factory() if callable(fl.default_factory) else fl.default  # type: ignore[misc]
-        if fl.type in ("bool", bool):
-            p.add_argument(name, action="store_true", default=default)
-        elif fl.name == "programs":
-            p.add_argument(name, nargs="+", default=default)
-        else:
-            typ = {"int": int, "float": float, "float | None": float}.get(str(fl.type), str)
-            p.add_argument(name, type=typ, default=default, help=f"default {default}")
-
-
-def args_from(ns: argparse.Namespace) -> Args:
-    return Args(**{fl.name: getattr(ns, fl.name) for fl in fields(Args) if hasattr(ns, fl.name)})
-
-
-if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    add_arguments(parser)
-    print(train(args_from(parser.parse_args())))

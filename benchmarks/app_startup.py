@@ -21,7 +21,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 def child(path: str, t0: float) -> None:
     sys.path.insert(0, ROOT)
-    # what `mlir-rl-tui FILE` does (cli.main -> _open_app -> run_app), headless and ending at the first paint
+    # what `mlir-rl-tui FILE` does (mlir_rl_tui.commands.open: load, then run_app), headless and ending at the first paint
     from mlir_rl_tui.idle_gc import pause_for_startup
 
     pause_for_startup()

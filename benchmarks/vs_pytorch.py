@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import statistics
 import sys
@@ -26,6 +25,7 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
+from agent.evaluate import gmean  # noqa: E402
 from agent.torch_reference import run_in_subprocess  # noqa: E402
 from engine import Engine, Schedule, Session, load_file  # noqa: E402
 from engine.config import MeasureConfig  # noqa: E402
@@ -34,11 +34,6 @@ from engine.search import search  # noqa: E402
 SAMPLES = ["matmul", "conv2d", "maxpool", "add", "relu"]
 GOALS = {"matmul": 1.0, "conv2d": 1.0, "maxpool": 2.0, "add": 1.0, "relu": 1.0}
 PAPER = {"matmul": "2.16x slower", "conv2d": "6.71x slower", "maxpool": "3.3x faster"}
-
-
-def gmean(xs: list[float]) -> float:
-    xs = [x for x in xs if x and x > 0]
-    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
 
 
 def best_schedule(eng: Engine, prog, budget: int, seed: int, log) -> tuple[Schedule, dict]:
@@ -122,7 +117,7 @@ def main() -> int:
     if not rows:
         log("nothing measured")
         return 1
-    g5 = gmean([r["ratio"] for r in rows if r["program"] in GOALS])
+    g5 = gmean([r["ratio"] for r in rows if r["program"] in GOALS]) or float("nan")
     out = {"threads": args.threads, "budget": args.budget, "rounds": args.rounds,
            "peaks": peaks.to_json() if peaks else None, "rows": rows, "geomean_samples": g5,
            "geomean_all": gmean([r["ratio"] for r in rows])}

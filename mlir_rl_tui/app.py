@@ -9,8 +9,8 @@ from textual.binding import Binding
 
 from engine import LoadError, Program
 from mlir_rl_tui.adapter import Adapter, EngineAdapter
-from mlir_rl_tui.commands import ScheduleCommands
 from mlir_rl_tui.idle_gc import IdleCollector
+from mlir_rl_tui.palette import ScheduleCommands
 from mlir_rl_tui.screens.entry import EntryChoice, EntryPicker
 from mlir_rl_tui.screens.main import MainScreen
 

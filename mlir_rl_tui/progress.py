@@ -3,6 +3,10 @@
 On a terminal the line is rewritten in place and cleared at the end; otherwise (a log, a pipe) it is a
 plain line, at most one every `every_s` seconds, so logs stay short. A ticker thread shows the line
 (and its elapsed time) even when nothing reports for a while, e.g. during one long baseline run.
+The one progress line of the command line: every command that takes time shows its work through it.
+
+    with ProgressLine() as line:
+        line.update("search: 3 measured")
 """
 
 from __future__ import annotations
@@ -46,6 +50,22 @@ class ProgressLine:
         if self.tick_s and self._ticker is None and not self._stop.is_set():
             self._ticker = threading.Thread(target=self._tick, daemon=True, name="progress-line")
             self._ticker.start()
+
+    def log(self, text: str) -> None:
+        """A line that stays (a log line); on a terminal it goes above the progress line."""
+        with self._lock:
+            if self.tty and self.shown:
+                self._write("\r\033[K")
+                self.shown = False
+            self._write(text + "\n")
+            if self.tty:
+                self._render()
+
+    def __enter__(self) -> ProgressLine:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.clear()
 
     def clear(self) -> None:
         """Stop ticking and erase the line on a terminal (a log keeps its lines)."""

@@ -150,7 +150,7 @@ def test_imitation_targets_keep_the_baseline_and_end_missing_ops_with_nt(matmul)
 def test_training_resumes_from_a_checkpoint(tmp_path, cache_dir, capsys):
     from agent import checkpoint, ppo
     from agent.policy import load
-    from mlir_rl_tui.cli import main
+    from mlir_rl_tui.commands import main
 
     args = ppo.Args(programs=[str(SAMPLES / "relu.mlir")], out=str(tmp_path / "run"), iterations=1,
                     programs_per_batch=2, minibatch_size=4, update_epochs=1, runs=1)
@@ -186,7 +186,7 @@ def _policy_checkpoint(tmp_path, matmul) -> str:
 
 
 def test_optimize_matmul_is_validated(tmp_path, matmul, cache_dir, capsys):
-    from mlir_rl_tui.cli import main
+    from mlir_rl_tui.commands import main
 
     ckpt = _policy_checkpoint(tmp_path, matmul)
     assert main(["optimize", str(SAMPLES / "matmul.mlir"), "--json", "--policy", ckpt, "--runs", "3"]) == 0
@@ -196,7 +196,7 @@ def test_optimize_matmul_is_validated(tmp_path, matmul, cache_dir, capsys):
 
 
 def test_evaluate_measures_policy_and_search_alike(tmp_path, matmul, cache_dir, capsys):
-    from mlir_rl_tui.cli import main
+    from mlir_rl_tui.commands import main
 
     ckpt = _policy_checkpoint(tmp_path, matmul)
     files = [str(SAMPLES / "matmul.mlir"), str(SAMPLES / "relu.mlir")]
@@ -217,7 +217,7 @@ def test_evaluate_measures_policy_and_search_alike(tmp_path, matmul, cache_dir, 
 
 
 def test_optimize_errors_are_one_line(tmp_path, capsys):
-    from mlir_rl_tui.cli import main
+    from mlir_rl_tui.commands import main
 
     assert main(["optimize", str(SAMPLES / "matmul.mlir"), "--policy", str(tmp_path / "missing.pt")]) == 2
     err = capsys.readouterr().err.strip()

@@ -223,7 +223,7 @@ async def test_views_switch_and_loop_nest_follows_the_schedule(matmul_prog):
 
 
 def test_command_palette_lists_every_binding():
-    from mlir_rl_tui.commands import COMMANDS
+    from mlir_rl_tui.palette import COMMANDS
     from mlir_rl_tui.screens.main import MainScreen
 
     actions = {a for _, a, _ in COMMANDS}

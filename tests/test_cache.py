@@ -299,7 +299,7 @@ def cli(capsys, engine, monkeypatch):
     The machine's roofline (20 s to measure) comes from the session's engine when a fresh cache has lost
     it: these tests check the cache, not the roofline."""
     from engine.measure import Engine
-    from mlir_rl_tui.cli import main
+    from mlir_rl_tui.commands import main
 
     peaks = engine.peaks()
     calls = []
@@ -322,7 +322,7 @@ def cli(capsys, engine, monkeypatch):
 @pytest.fixture(scope="module")
 def good_cache(tmp_path_factory, engine) -> str:
     """A cache folder holding the baseline, the schedule's result and the roofline (one real apply)."""
-    from mlir_rl_tui.cli import main
+    from mlir_rl_tui.commands import main
 
     folder = tmp_path_factory.mktemp("good-cache")
     with pytest.MonkeyPatch.context() as mp:

@@ -64,7 +64,7 @@ def test_generate_writes_programs_whose_baselines_validate_and_a_manifest(engine
 
 
 def test_dataset_command(tmp_path, capsys, cache_dir):
-    from mlir_rl_tui.cli import main
+    from mlir_rl_tui.commands import main
 
     assert main(["dataset", "generate", "--out", str(tmp_path / "d"), "--n", "3", "--seed", "1",
                  "--no-baseline"]) == 0

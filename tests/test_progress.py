@@ -77,3 +77,18 @@ def test_engine_phases_read_as_words():
     on_progress("run", 3, 10)
     assert out.getvalue().splitlines() == ["apply: compiling and running the baseline (1 s)",
                                            "apply: first run (1 s)", "apply: timing, round 3 of at least 10 (1 s)"]
+
+
+def test_a_log_line_goes_above_the_progress_line_and_stays():
+    out, clock = io.StringIO(), Clock()
+    with ProgressLine(out, clock=clock, tty=True, tick_s=None) as line:
+        clock.t += 2
+        line.update("PPO iteration 1/2: collecting")
+        line.log("[ 2.0s] BC epoch 1: 0.5")
+    assert out.getvalue() == ("\r\033[KPPO iteration 1/2: collecting (2 s)\r\033[K[ 2.0s] BC epoch 1: 0.5\n"
+                              "\r\033[KPPO iteration 1/2: collecting (2 s)\r\033[K")  # cleared on leaving
+    log, clock = io.StringIO(), Clock()
+    with ProgressLine(log, clock=clock, tty=False, tick_s=None) as line:
+        line.log("teacher: 1/3")  # a log keeps every log line, at once
+        line.log("teacher: 2/3")
+    assert log.getvalue() == "teacher: 1/3\nteacher: 2/3\n"

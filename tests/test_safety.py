@@ -21,7 +21,7 @@ from conftest import ROOT, SAMPLES
 from agent import checkpoint as ck
 from agent.policy import ActorCritic, PolicyConfig
 from engine.config import Limits
-from mlir_rl_tui.cli import main
+from mlir_rl_tui.commands import main
 
 SMALL = PolicyConfig(hidden=16, layers=1)  # a real ActorCritic, small enough to write in milliseconds
 

@@ -17,7 +17,7 @@ from engine.trace import read_trace, write_schedule
 @pytest.fixture
 def cli(capsys, cache_dir):
     """Run the command line in this process (one import of the app, same cache): (code, stdout, stderr)."""
-    from mlir_rl_tui.cli import main
+    from mlir_rl_tui.commands import main
 
     def run(*args: str) -> subprocess.CompletedProcess:
         code = main(list(args))

@@ -1,4 +1,5 @@
-"""Command palette: every action of the app, by category-prefixed name (posting's `commands.py`)."""
+"""The app's command palette: every action, by category-prefixed name (posting's `commands.py`; the
+command line's commands are `mlir_rl_tui/commands/`)."""
 
 from __future__ import annotations
 

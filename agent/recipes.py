@@ -1,0 +1,289 @@
+"""Training recipes: how a shipped policy is made, as code that `mlir-rl-tui train --recipe NAME` runs.
+
+`default` made agent/checkpoints/default.pt (its default.json records the run; docs/agent-training.md tells
+the story), end to end on the project's 2-core machine:
+
+1. Programs: the train split of an `engine.dataset` folder (--programs; default: generate OUT/dataset with
+   --n programs), plus --extra programs drawn with --extra-seed and any --more dataset folders; a program
+   equal to one of the evaluation split or of --exclude (default samples/) is never trained on.
+2. Teacher: `agent.teacher.recipe_search` on every training program (--budget measurements each): per op an
+   outer tiling (T, TP or TF), a register tile, then V or NT, tuned op by op. The imitation target is its
+   schedule, or NT on every op when it is not --keep-baseline (1.1x) faster than the baseline. With
+   --teacher hill: `engine.search` hill climbing, then each op set to NT when the schedule stays within
+   --tolerance (5%) of the best.
+3. Behaviour cloning of the targets (policy and value heads) for --bc-epochs epochs.
+4. Optionally (--iterations > 0, default 0) PPO from the cloned weights, kept only if its greedy one-pass
+   schedules are faster on the training programs (the evaluation split is never used to choose).
+5. The chosen weights are OUT/default.pt, with OUT/default.json describing the run; --ship copies both
+   to agent/checkpoints/, where the app, `optimize` and `evaluate` find the shipped policy.
+
+The shipped run: 320 programs (`dataset generate` into runs/dataset with --n 60, runs/dataset_extra2 with
+--n 120 --seed 2 --eval-fraction 0, runs/dataset_extra3 with --n 150 --seed 3 --eval-fraction 0), then
+
+    mlir-rl-tui train --recipe default --out runs/v6 --programs runs/dataset --extra 60 \\
+        --extra-dir runs/dataset_extra --more runs/dataset_extra2 runs/dataset_extra3 --budget 40 \\
+        --bc-epochs 120 --ship
+
+took 27 minutes: 13 for the teacher (3,264 measurements), 13 for 120 epochs of behaviour cloning on
+2,819 decisions, the rest to score the result. Time grows with programs x budget (teacher) and decisions x
+epochs (cloning); a PPO iteration of 64 episodes takes about 2 minutes. A quick check of the whole
+pipeline: --n 2 --limit 1 --budget 2 --bc-epochs 1 --exclude (about a minute).
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import math
+import os
+import shutil
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import MISSING, dataclass, field, fields
+
+from agent.evaluate import gmean
+
+CHECKPOINTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "checkpoints")
+RECIPES = ("default",)
+TEACHERS = ("recipe", "hill")
+
+
+@dataclass
+class DefaultRecipe:
+    """The options of the `default` recipe: each field is the `train --recipe default` option of its name,
+    its docstring the option's help (a field without one means what the PPO option of its name means)."""
+
+    out: str = "runs/default"
+    """folder of the run: generated data sets, traces, bc.pt, bc.csv, ppo/, default.pt, default.json"""
+    programs: str | None = None
+    """one engine.dataset folder, whose train split is used (default: generate OUT/dataset with --n programs)"""
+    n: int = 60
+    """programs to generate when --programs is not given"""
+    extra: int = 0
+    """extra training programs drawn with --extra-seed (all of them train)"""
+    extra_dir: str | None = None
+    """folder of the extra programs (default OUT/dataset_extra)"""
+    extra_seed: int = 1
+    """seed of the extra programs"""
+    more: list[str] = field(default_factory=list)
+    """more engine.dataset folders, all used for training"""
+    teacher: str = "recipe"
+    """recipe: agent.teacher.recipe_search (regular schedules); hill: engine.search hill climbing"""
+    exclude: list[str] = field(default_factory=lambda: ["samples"])
+    """programs never to train on besides the eval split, by content: folders or .mlir files (alone: none)"""
+    budget: int = 30
+    """teacher measurements per training program"""
+    keep_baseline: float = 1.1
+    """below this best speedup the imitation target is NT on every op"""
+    tolerance: float = 1.05
+    """(hill teacher) an op becomes NT when the schedule stays within this factor of the best"""
+    bc_epochs: int = 60
+    bc_lr: float = 1e-3
+    """behaviour-cloning learning rate"""
+    iterations: int = 0
+    programs_per_batch: int = 64
+    learning_rate: float = 1e-4
+    target_kl: float | None = 0.02
+    seed: int = 0
+    runs: int = 3
+    threads: int = 2
+    """programs the teacher searches at once, and torch threads"""
+    limit: int | None = None
+    """train on the first LIMIT training programs only (a quick check of the pipeline)"""
+    ship: bool = False
+    """copy default.pt and default.json to agent/checkpoints/, where the shipped policy is"""
+
+    def command(self) -> str:
+        """The command line that runs this recipe (recorded in default.json)."""
+        words = ["mlir-rl-tui", "train", "--recipe", "default"]
+        for f in fields(self):
+            v = getattr(self, f.name)
+            if v == (f.default_factory() if f.default_factory is not MISSING else f.default):
+                continue
+            flag = "--" + f.name.replace("_", "-")
+            if isinstance(v, bool):
+                words.append(flag)
+            elif isinstance(v, list):
+                words += [flag, *map(str, v)]
+            else:
+                words += [flag, str(v)]
+        return " ".join(words)
+
+
+def training_programs(r: DefaultRecipe, eng, log: Callable[[str], None]) -> tuple[list, dict]:
+    """(programs, description): the main data set's train split plus the extra draws, minus eval look-alikes."""
+    from engine import load_file
+    from engine.dataset import generate, read_manifest
+
+    main_dir = r.programs or os.path.join(r.out, "dataset")
+    if not os.path.exists(os.path.join(main_dir, "manifest.json")):
+        log(f"generating {r.n} programs into {main_dir} (engine.dataset, seed {r.seed})")
+        generate(main_dir, r.n, seed=r.seed, engine=eng)
+    man = read_manifest(main_dir)
+    train = [e["abspath"] for e in man["programs"] if e.get("split") == "train"]
+    banned = {e["sha256"] for e in man["programs"] if e.get("split") != "train"}
+    for spec in r.exclude:
+        files = sorted(glob.glob(os.path.join(spec, "*.mlir"))) if os.path.isdir(spec) else [spec]
+        banned |= {load_file(f).sha256 for f in files}
+    extra: list[str] = []
+    dirs = list(r.more)
+    if r.extra:
+        extra_dir = r.extra_dir or os.path.join(r.out, "dataset_extra")
+        if not os.path.exists(os.path.join(extra_dir, "manifest.json")):
+            log(f"generating {r.extra} extra programs into {extra_dir} (engine.dataset, seed {r.extra_seed})")
+            generate(extra_dir, r.extra, seed=r.extra_seed, engine=eng, eval_fraction=0.0)
+        dirs.insert(0, extra_dir)
+    seen = {load_file(p).sha256 for p in train}
+    for d in dirs:
+        ex = read_manifest(d)
+        ok = [e for e in ex["programs"] if e["sha256"] not in banned and e["sha256"] not in seen]
+        seen |= {e["sha256"] for e in ok}
+        extra += [e["abspath"] for e in ok]
+        log(f"{len(ok)} extra programs from {d} ({len(ex['programs']) - len(ok)} equal to an eval/excluded/"
+            "earlier program dropped)")
+    paths = (train + extra)[:r.limit] if r.limit is not None else train + extra
+    return [load_file(p) for p in paths], {"main": main_dir, "main_train": len(train), "extra": dirs,
+                                           "extra_programs": len(extra), "excluded": r.exclude, "limit": r.limit}
+
+
+def train_default(r: DefaultRecipe, log: Callable[[str], None] = print,
+                  on_progress: Callable[[str], None] | None = None) -> str:
+    """Run the `default` recipe (module docstring); returns the path of the chosen policy checkpoint.
+
+    `log` gets the run's log lines (elapsed time first), `on_progress` the state of a long PPO iteration."""
+    import torch
+
+    from agent import bc, expert, ppo
+    from agent.policy import ActorCritic, save
+    from agent.suggest import load_policy, to_measure
+    from agent.teacher import recipe_search
+    from engine import Engine, Schedule, Session, to_text
+    from engine.config import MeasureConfig
+    from engine.errors import EngineError
+    from engine.search import search
+    from engine.trace import write_schedule
+
+    if r.teacher not in TEACHERS:
+        raise EngineError(f"--teacher is recipe or hill, not {r.teacher}")
+    if r.limit is not None and r.limit < 1:
+        raise EngineError(f"--limit must be at least 1, not {r.limit}")
+    t0 = time.time()
+
+    def say(msg: str) -> None:
+        log(f"[{time.time() - t0:7.1f}s] {msg}")
+
+    os.makedirs(r.out, exist_ok=True)
+    dirs = {k: os.path.join(r.out, "traces", k) for k in ("search", "target")}
+    for d in dirs.values():
+        os.makedirs(d, exist_ok=True)
+    found: dict[int, float] = {}
+    targets: dict[int, tuple] = {}
+    made = {"search": 0, "targets": 0}
+    with Engine(config=MeasureConfig(runs=r.runs)) as eng:
+        train, data = training_programs(r, eng, say)
+        say(f"{len(train)} training programs")
+
+        def one(i: int) -> None:
+            prog = train[i]
+            if r.teacher == "recipe":
+                sched, sp, _, res = recipe_search(eng, prog, r.budget)
+                made["search"] += res.evaluated
+                write_schedule(os.path.join(dirs["search"], f"{i:03d}.jsonl"), prog, sched, "search")
+                found[i] = sp
+                if sp < r.keep_baseline:
+                    sched, sp, why = Schedule({}), 1.0, f"best {sp:.2f}x < {r.keep_baseline}x: keep the baseline"
+                else:
+                    why = f"recipe {sp:.2f}x"
+                targets[i] = (sched, sp)
+                write_schedule(os.path.join(dirs["target"], f"{i:03d}.jsonl"), prog, sched, "search")
+                say(f"{i + 1}/{len(train)} {os.path.basename(prog.path)}: {why} -> {to_text(sched) or '(baseline)'}")
+                return
+            res = search(eng, prog, "hill", r.budget, seed=r.seed + i)
+            made["search"] += res.evaluated
+            write_schedule(os.path.join(dirs["search"], f"{i:03d}.jsonl"), prog, res.schedule, "search", res.best)
+            found[i] = res.speedup
+            sched, sp, n, why = expert.imitation_target(eng, prog, res.schedule, res.best, r.keep_baseline,
+                                                        r.tolerance)
+            made["targets"] += n
+            targets[i] = (sched, sp)
+            write_schedule(os.path.join(dirs["target"], f"{i:03d}.jsonl"), prog, sched, "search")
+            say(f"{i + 1}/{len(train)} {os.path.basename(prog.path)}: {why} -> {sched or '(baseline)'}")
+
+        with ThreadPoolExecutor(r.threads) as ex:
+            list(ex.map(one, range(len(train))))
+    t_search = time.time() - t0
+
+    torch.set_num_threads(r.threads)
+    examples = [e for i in range(len(train))
+                for e in bc.examples_from_schedule(train[i], targets[i][0], math.log(max(targets[i][1], 1e-3)))]
+    n_nt = sum(1 for i in targets if len(targets[i][0]) == 0)
+    say(f"BC on {len(examples)} decisions ({n_nt} of {len(train)} programs keep the baseline)")
+    model = ActorCritic()
+    bc_rows: list[tuple[int, float]] = []
+    bc.behaviour_cloning(model, examples, r.bc_epochs, lr=r.bc_lr, seed=r.seed,
+                         log=lambda ep, loss: (bc_rows.append((ep, loss)), say(f"BC epoch {ep}: {loss:.3f}")))
+    bc_path = os.path.join(r.out, "bc.pt")
+    save(model, bc_path, {"trained_by": "bc", "examples": len(examples), "epochs": r.bc_epochs})
+    with open(os.path.join(r.out, "bc.csv"), "w") as f:
+        f.write("epoch,loss\n" + "".join(f"{e},{x:.5f}\n" for e, x in bc_rows))
+    t_bc = time.time() - t0
+
+    candidates = {"bc": bc_path}
+    ppo_args = None
+    if r.iterations > 0:
+        ppo_args = ppo.Args(programs=[p.path for p in train], out=os.path.join(r.out, "ppo"), seed=r.seed,
+                            iterations=r.iterations, init=bc_path, threads=r.threads,
+                            programs_per_batch=r.programs_per_batch, learning_rate=r.learning_rate,
+                            target_kl=r.target_kl, runs=r.runs)
+        candidates["ppo"] = ppo.train(ppo_args, on_progress=on_progress, on_iteration=lambda row: say(
+            f"PPO it {row['iteration']}: reward {row['charts/reward']:.3f} "
+            f"speedup {row['charts/speedup_gmean']:.2f}x cache hits {row['charts/cache_hit_rate']:.2f}"))
+    t_ppo = time.time() - t0
+
+    # choose on the TRAINING programs only: greedy one-pass schedules, measured
+    scores: dict[str, float] = {}
+    with Engine(config=MeasureConfig(runs=r.runs)) as eng:
+        for name, path in candidates.items():
+            pol = load_policy(path)
+            sp = []
+            for prog in train:
+                sched = to_measure(pol.schedule(Session(prog, openmp=eng.openmp)).schedule)
+                sp.append(eng.measure(prog, sched).speedup or 0.0)
+            scores[name] = gmean(sp) or 0.0
+            say(f"greedy {name} policy on the training programs: gmean {scores[name]:.2f}x")
+    chosen = max(scores, key=lambda k: scores[k])
+    t_all = time.time() - t0
+    info = {
+        "command": r.command(),
+        "how": ("agent.teacher.recipe_search on the training programs -> imitation targets (NT on every op "
+                "where it does not beat the baseline by --keep-baseline) -> behaviour cloning"
+                if r.teacher == "recipe" else
+                "engine.search hill climbing on the training programs -> imitation targets (NT where the search "
+                "does not beat the baseline by --keep-baseline, per-op NT where an op's actions do not help) -> "
+                "behaviour cloning") + (" -> PPO" if r.iterations else ""),
+        "teacher": r.teacher,
+        "data": data, "train_programs": len(train), "teacher_budget": r.budget,
+        "teacher_measurements": made["search"], "target_measurements": made["targets"],
+        "teacher_gmean_speedup": gmean(list(found.values())),
+        "target_gmean_speedup": gmean([t[1] for t in targets.values()]),
+        "keep_baseline": r.keep_baseline, "tolerance": r.tolerance, "programs_keeping_baseline": n_nt,
+        "bc_decisions": len(examples), "bc_epochs": r.bc_epochs, "bc_lr": r.bc_lr,
+        "bc_loss": [bc_rows[0][1], bc_rows[-1][1]] if bc_rows else None,
+        "ppo": {k: v for k, v in vars(ppo_args).items() if k != "programs"} if ppo_args else None,
+        "greedy_train_gmean": scores, "shipped": chosen, "chosen_on": "training programs (greedy, one pass)",
+        "seconds": {"search_and_targets": round(t_search), "bc": round(t_bc - t_search),
+                    "ppo": round(t_ppo - t_bc), "total": round(t_all)},
+        "machine": os.uname().machine, "cores": os.cpu_count(),
+    }
+    out = os.path.join(r.out, "default.pt")
+    shutil.copy(candidates[chosen], out)
+    with open(os.path.join(r.out, "default.json"), "w") as f:
+        json.dump(info, f, indent=1)
+    if r.ship:
+        os.makedirs(CHECKPOINTS, exist_ok=True)
+        for name in ("default.pt", "default.json"):
+            shutil.copy(os.path.join(r.out, name), os.path.join(CHECKPOINTS, name))
+        out = os.path.join(CHECKPOINTS, "default.pt")
+    say(f"done: {out} ({chosen})")
+    return out

@@ -1,0 +1,86 @@
+"""`mlir-rl-tui apply FILE --schedule TEXT`: apply a schedule, measure it against the baseline, report."""
+
+from __future__ import annotations
+
+import argparse
+
+from mlir_rl_tui.commands.common import (
+    add_entry,
+    add_json,
+    check_measurable,
+    emit,
+    fail,
+    load_program,
+    make_engine,
+    write_text,
+)
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("file")
+    add_entry(p)
+    p.add_argument("--schedule", default="", help="e.g. 'op0: TP(64,64,0) T(8,32,1) V' ('' = baseline)")
+    add_json(p)
+    p.add_argument("-o", "--output", help="write the transformed module (before lowering) here")
+    p.add_argument("--emit-transform", help="write payload + transform script that mlir-opt --transform-interpreter replays")
+    p.add_argument("--runs", type=int, default=None,
+                   help="at least this many timing rounds (default 10); the time is the median of the round "
+                        "medians, with its 95%% interval")
+    p.add_argument("--no-cache", action="store_true", help="measure even if the cache has an answer")
+    p.add_argument("--per-op", action="store_true", help="also each op's share of the time (profiled with markers "
+                                                          "between the ops; fused producers count in their consumer)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from engine import parse
+    from engine.state import replay
+    from mlir_rl_tui.progress import ProgressLine
+
+    prog = load_program(args)
+    sched = parse(args.schedule)
+    replay(prog, sched)  # one-line ScheduleError before any work
+    check_measurable(prog, args.file)
+    if args.emit_transform:
+        from engine.export import replayable
+
+        write_text(args.emit_transform, replayable(prog, sched))
+    with ProgressLine() as line, make_engine(args) as eng:
+        if args.output:
+            status, text = eng.transformed_ir(prog, sched)
+            if status != "ok":
+                line.clear()
+                return fail(f"{status}: {text}", 1)
+            write_text(args.output, text)
+        m = eng.measure(prog, sched, on_progress=line.phase("apply"))
+        groups = eng.per_op(prog, sched) if args.per_op and m.ok else None
+    if args.json:
+        emit({**m.to_json(), **({"per_op": groups} if groups is not None else {})})
+    elif m.ok:
+        print(describe(m) + f", validated{' (cached)' if m.cached else ''}")
+        if m.stages_ms and not m.cached:
+            print("stages: " + ", ".join(f"{k} {v:.1f} ms" for k, v in m.stages_ms.items()))
+        if groups:
+            names = {o.id: o.name.removeprefix("linalg.") for o in prog.ops}
+            print("per op (share of the time, one run profiled with markers between the ops):")
+            for g in sorted(groups, key=lambda g: -g["share"]):
+                ops = " + ".join(f"{i} {names.get(i, '?')}" for i in g["ops"])
+                fused = f"  (fused into {g['fused_into']}: timed there)" if g.get("fused_into") else ""
+                print(f"  {100 * g['share']:5.1f}%  {g['ms']:8.4f} ms  {ops}{fused}")
+    else:
+        print(f"{m.status}: {m.error}")
+    return 0 if m.ok else 1
+
+
+def describe(m) -> str:
+    """One line for an ok Measurement: time with its spread, speedup with its interval, roofline."""
+    err = f" +-{100 * m.rel_error:.1f}%" if m.rel_error is not None else ""
+    sp = f"{m.speedup:.2f}x"
+    if m.speedup_ci:
+        sp += f" ({m.speedup_ci[0]:.2f}-{m.speedup_ci[1]:.2f})"
+    text = f"{m.status}: {m.time_ms:.3f} ms{err} (baseline {m.baseline_ms:.3f} ms), speedup {sp}"
+    if m.gflops is not None:
+        text += f", {m.gflops:.1f} GFLOP/s"
+    if m.peak_fraction is not None:
+        what = "FMA peak" if m.bound == "compute" else "bandwidth"
+        text += f", {100 * m.peak_fraction:.0f}% of {what} ({m.runtime})"
+    return text

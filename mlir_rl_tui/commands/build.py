@@ -1,0 +1,30 @@
+"""`mlir-rl-tui build FILE --schedule TEXT -o OUT.so`: a scheduled program as a callable kernel (engine.native)."""
+
+from __future__ import annotations
+
+import argparse
+
+from mlir_rl_tui.commands.common import emit, make_engine
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("file")
+    p.add_argument("--schedule", required=True, help='the schedule, e.g. "op0: TP(32,32,0) T(8,32,1) V; op1: NT"')
+    p.add_argument("-o", "--output", required=True, help="the shared library to write (OUT.so; OUT.so.json beside it)")
+    p.add_argument("--json", action="store_true", help="print the kernel's description as one JSON object")
+
+
+def run(args: argparse.Namespace) -> int:
+    from engine import load_file, parse
+    from engine.native import build_library
+
+    prog = load_file(args.file)
+    sched = parse(args.schedule)
+    with make_engine(args) as eng:
+        desc = build_library(eng, prog, sched, args.output)
+    if args.json:
+        emit({"library": args.output, **desc})
+    else:
+        print(f"{args.output}: {desc['symbol']} ({desc['runtime']}), schedule {desc['schedule'] or '(none)'}\n"
+              f"from Python: from mlir_rl_tui import runtime; kernel = runtime.load({args.output!r})")
+    return 0

@@ -1,0 +1,90 @@
+"""What the commands share: one-line errors, `--json` output, `--entry`, loading, the engine, the policy.
+
+Nothing heavy at import time: the engine (MLIR), torch and Textual are imported inside the functions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+
+class CliError(Exception):
+    """An error the user can fix, printed as one line on stderr (exit status 2)."""
+
+
+def fail(msg: str, code: int = 2) -> int:
+    print(f"mlir-rl-tui: error: {' '.join(str(msg).split())}", file=sys.stderr)
+    return code
+
+
+def note(msg: str) -> None:
+    print(f"mlir-rl-tui: note: {msg}", file=sys.stderr, flush=True)
+
+
+def emit(obj: dict) -> None:
+    """The `--json` answer: one JSON object on stdout."""
+    sys.stdout.write(json.dumps(obj) + "\n")
+    sys.stdout.flush()
+
+
+def add_json(p: argparse.ArgumentParser, text: str = "print one JSON object") -> None:
+    p.add_argument("--json", action="store_true", help=text)
+
+
+def add_entry(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--entry", metavar="NAME",
+                   help="the function to schedule and time (needed when the file has several)")
+
+
+def load_program(args: argparse.Namespace):
+    """Load args.file with args.entry, guarded (engine.loader): every failure is one line."""
+    from engine.loader import load_file
+    from mlir_rl_tui.progress import ProgressLine
+
+    with ProgressLine() as line:
+        return load_file(args.file, getattr(args, "entry", None),
+                         on_wait=lambda s: line.update(f"loading {args.file}: parsing"))
+
+
+def check_measurable(prog, name: str) -> None:
+    """Before measuring: refuse a program whose untransformed run is too long to measure (one-line
+    error), and say on stderr how long measuring will take when that is more than a few seconds."""
+    from engine.program import measurement_note
+
+    text = measurement_note(prog, name)
+    if text:
+        note(text)
+
+
+def make_engine(args: argparse.Namespace):
+    """The engine with the command's `--runs` and `--no-cache`, when it has them."""
+    from engine import Engine
+    from engine.config import MeasureConfig
+
+    cfg = MeasureConfig(runs=getattr(args, "runs", None) or MeasureConfig.runs)
+    return Engine(config=cfg, reuse=not getattr(args, "no_cache", False))
+
+
+def load_policy(path: str | None):
+    """The policy at `path`, or the shipped one; imports torch."""
+    from agent.suggest import load_policy as load
+
+    pol = load(path)
+    if pol is None:
+        raise CliError("no shipped policy (agent/checkpoints/default.pt); train one with `mlir-rl-tui train` "
+                       "and pass --policy")
+    return pol
+
+
+def write_text(path: str, text: str) -> None:
+    try:
+        with open(path, "w") as f:
+            f.write(text)
+    except OSError as e:
+        raise CliError(f"cannot write {path}: {e.strerror}") from None
+
+
+def fmt_speedup(s) -> str:
+    return f"{s:.2f}x" if isinstance(s, int | float) else "-"

@@ -1,0 +1,37 @@
+"""`mlir-rl-tui convert-checkpoint OLD NEW`: a checkpoint of an older mlir-rl-tui in the current format."""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+from mlir_rl_tui.commands.common import CliError, add_json, emit
+
+DESCRIPTION = """Converts a policy checkpoint or a PPO resume state (last.pt) written by an older mlir-rl-tui,
+whose limits and metadata were pickled Python objects, to the current format: tensors plus JSON, which
+mlir-rl-tui reads without unpickling anything. This command does unpickle OLD, with torch's weights-only
+unpickler (tensors, numbers, strings, containers, numpy values): a file naming any other Python object is
+refused, not run. Convert only files you trust all the same: the weights decide what the policy suggests."""
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("old", metavar="OLD", help="checkpoint in the older format (a file you trust)")
+    p.add_argument("new", metavar="NEW", help="where to write the converted checkpoint")
+    add_json(p)
+
+
+def run(args: argparse.Namespace) -> int:
+    from agent.checkpoint import convert
+
+    if not os.path.exists(args.old):
+        raise CliError(f"{args.old}: no such checkpoint")
+    kind = convert(args.old, args.new)
+    if kind == "policy":
+        from agent.policy import load
+
+        load(args.new)  # the converted policy must load like any other
+    if args.json:
+        emit({"old": args.old, "new": args.new, "kind": kind})
+    else:
+        print(f"{args.new}: {kind} checkpoint in the current format (tensors + JSON)")
+    return 0

@@ -1,0 +1,117 @@
+"""`mlir-rl-tui evaluate --programs ...`: agent.evaluate's protocol (policy vs hill climbing vs PyTorch eager),
+shown as a table and a bar plot."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from mlir_rl_tui.commands.common import CliError, add_json, emit, load_policy, make_engine
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--programs", nargs="+", required=True, help="folder, dataset manifest or .mlir files")
+    p.add_argument("--split", default="eval", help="split of a dataset manifest (default eval)")
+    p.add_argument("--policy", help="policy checkpoint (default: the shipped one)")
+    p.add_argument("--budget", type=int, default=50, help="hill-climbing measurements per program")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--no-torch", action="store_true", help="skip PyTorch eager timings")
+    p.add_argument("--no-search", action="store_true", help="skip hill climbing")
+    add_json(p)
+    p.add_argument("--png", help="also save the plot as a PNG here")
+    p.add_argument("--runs", type=int, default=None, help="at least this many timing rounds per measurement")
+    p.add_argument("--rounds", type=int, default=3,
+                   help="the final schedules of the policy and of the search are measured again this many times, "
+                        "interleaved (A B A B); the median is reported")
+    p.add_argument("--no-cache", action="store_true",
+                   help="measure every search candidate again instead of taking it from the cache")
+
+
+def run(args: argparse.Namespace) -> int:
+    from agent.data import program_paths
+    from agent.evaluate import evaluation
+    from mlir_rl_tui.progress import ProgressLine
+
+    paths = program_paths(args.programs, args.split)
+    pol = load_policy(args.policy)
+    with ProgressLine() as line, make_engine(args) as eng:
+        line.update(f"evaluate: 0/{len(paths)} programs")
+        out = evaluation(eng, pol, paths, None if args.no_search else args.budget, args.seed, args.rounds,
+                         not args.no_torch, lambda i, n, row: line.update(
+                             f"evaluate: {i}/{n} programs (last {os.path.basename(row['program'])})"))
+    rows = out["programs"]
+    if args.png:
+        _plot(rows, args.png)
+    if args.json:
+        emit(out)
+        return 0
+    _table(rows, out["gmean"], args)
+    _plot(rows, None)
+    return 0
+
+
+def _fmt(x) -> str:
+    return f"{x:8.2f}x" if x else "       -"
+
+
+def _table(rows: list[dict], summary: dict, args) -> None:
+    print(f"{'program':34} {'policy':>9} {'%peak':>5} {'hill@' + str(args.budget):>9} {'%peak':>5} {'(found)':>9} "
+          f"{'torch':>9}  policy schedule")
+
+    def pct(x) -> str:
+        return f"{100 * x:4.0f}%" if x else "    -"
+
+    for r in rows:
+        print(f"{os.path.basename(r['program'])[:34]:34} {_fmt(r['policy'])} {pct(r.get('policy_peak'))} "
+              f"{_fmt(r.get('hill'))} {pct(r.get('hill_peak'))} {_fmt(r.get('hill_found'))} {_fmt(r.get('torch'))}  "
+              f"{r['policy_schedule'] or '(untransformed)'}")
+    print(f"{'geometric mean':34} {_fmt(summary['policy'])} {'':5} {_fmt(summary.get('hill'))} {'':5} "
+          f"{_fmt(summary.get('hill_found'))} {_fmt(summary.get('torch'))}")
+    print(f"speedups over the untransformed program; policy and hill@N: their final schedules measured again "
+          f"{args.rounds} times, interleaved (median); (found): the fastest of the search's N measurements; %peak: "
+          "of the machine's roofline (FMA peak or bandwidth)")
+    if summary.get("policy_over_hill"):
+        print(f"policy / hill climbing: {summary['policy_over_hill']:.2f}; programs below 0.95x with the policy: "
+              f"{summary['below_baseline']}")
+
+
+def _plot(rows: list[dict], png: str | None) -> None:
+    import plotext as plt
+
+    names = [os.path.splitext(os.path.basename(r["program"]))[0][:16] for r in rows]
+    series = [(k, [r.get(k) or 0.0 for r in rows]) for k in ("policy", "hill", "torch") if any(r.get(k) for r in rows)]
+    plt.clear_figure()
+    if not sys.stdout.isatty():
+        plt.theme("clear")  # no colour codes in files and pipes
+    plt.multiple_bar(names, [s for _, s in series], labels=[k for k, _ in series])
+    plt.title("speedup over the untransformed baseline")
+    if png:
+        plt.plotsize(120, 30)
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            plt.save_fig(png if png.endswith((".txt", ".html")) else png + ".txt")
+            raise CliError("--png needs matplotlib (pip install matplotlib); a text plot was saved instead") from None
+        _png(names, series, png)
+        return
+    plt.show()
+
+
+def _png(names, series, path: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as mp
+    import numpy as np
+
+    fig, ax = mp.subplots(figsize=(max(6, len(names) * 0.8), 4))
+    w = 0.8 / max(len(series), 1)
+    for i, (k, s) in enumerate(series):
+        ax.bar(np.arange(len(names)) + i * w, s, w, label=k)
+    ax.set_xticks(np.arange(len(names)) + 0.4 - w / 2, names, rotation=45, ha="right")
+    ax.set_yscale("log")
+    ax.set_ylabel("speedup")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path)

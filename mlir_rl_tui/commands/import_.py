@@ -1,0 +1,47 @@
+"""`mlir-rl-tui import FILE.py:NAME --input SHAPE`: a PyTorch module as a program the engine loads
+(agent.torch_import; `import` is a Python keyword, hence the module's name)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+from mlir_rl_tui.commands.common import CliError, add_json, emit
+
+DESCRIPTION = """Exports an nn.Module with torch.export and torch-mlir (linalg on tensors, weights included).
+NAME is a module class (built with no arguments) or a factory returning a module. This RUNS FILE.py: import
+only files you trust."""
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("spec", metavar="FILE.py:NAME")
+    p.add_argument("--input", action="append", default=[], metavar="SHAPE[:DTYPE]",
+                   help="shape of each input, in order, e.g. 1x3x32x32 or 16x64:f32 (default f32)")
+    p.add_argument("-o", "--output", help="the .mlir file to write (default: NAME.mlir in the current folder)")
+    p.add_argument("--open", action="store_true", help="open the app on the imported program")
+    add_json(p)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        from agent.torch_import import import_module
+    except ImportError as e:
+        raise CliError(f"importing from PyTorch needs torch and torch-mlir: pip install 'mlir-rl-tui[import]' "
+                       f"({e})") from None
+    from engine import load_file
+
+    name = args.spec.rpartition(":")[2] or "module"
+    out = args.output or f"{name.lower()}.mlir"
+    info = import_module(args.spec, args.input, out)
+    prog = load_file(out)  # what the engine sees: one line if it cannot use it
+    info.update(ops=len(prog.ops), flops=prog.flops)
+    if args.json:
+        emit(info)
+    else:
+        print(f"{out}: {len(prog.ops)} linalg ops, {prog.flops / 1e6:.1f} MFLOP; PyTorch's output for the "
+              f"engine's inputs in {os.path.basename(info['reference'])} (every baseline is checked against it)")
+    if args.open:
+        from mlir_rl_tui.app import run_app
+
+        return run_app(prog)
+    return 0

@@ -1,0 +1,44 @@
+"""`mlir-rl-tui FILE`: open the app (mlir_rl_tui.app.run_app) on a program loaded here first."""
+
+from __future__ import annotations
+
+import argparse
+
+from mlir_rl_tui.commands.common import CliError, add_entry
+
+DESCRIPTION = """The file is parsed in the loader process while this one imports Textual: a bad file fails
+with one line before the screen is taken. With several candidate functions and no --entry, a picker asks."""
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("file", metavar="FILE")
+    add_entry(p)
+    p.add_argument("--policy", metavar="P", help="policy checkpoint for suggestions (default: the shipped one)")
+    p.add_argument("--record", metavar="TRACE", help="append a trace of every step to this JSONL file")
+
+
+def run(args: argparse.Namespace) -> int:
+    from engine.errors import EntryError
+    from engine.loader import PendingLoad, load_file
+    from engine.program import measurement_note
+    from mlir_rl_tui.progress import ProgressLine
+
+    # the loader parses while this process imports Textual; a bad file fails before the screen is taken
+    pending = PendingLoad(args.file, args.entry)
+    try:
+        from mlir_rl_tui.app import EntryChoice, run_app
+    except ImportError as e:
+        raise CliError(f"the app is not available: {e}") from None
+    choice = None
+    with ProgressLine() as line:
+        try:
+            prog = pending.result(on_wait=lambda s: line.update(f"loading {args.file}: parsing"))
+        except EntryError as e:  # several candidates and no --entry: the app asks
+            if args.entry is not None:
+                raise
+            choice = EntryChoice(args.file, e.candidates, str(e), lambda name: load_file(args.file, name),
+                                 lambda chosen: measurement_note(chosen, args.file))
+    if choice is not None:
+        return run_app(choice, policy=args.policy, record=args.record)
+    note = measurement_note(prog, args.file)  # refuses a program too slow to measure
+    return run_app(prog, policy=args.policy, record=args.record, note=note)

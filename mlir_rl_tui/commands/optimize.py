@@ -1,0 +1,62 @@
+"""`mlir-rl-tui optimize FILE`: the policy schedules the program in one pass; the result is measured."""
+
+from __future__ import annotations
+
+import argparse
+
+from mlir_rl_tui.commands.common import (
+    add_entry,
+    add_json,
+    check_measurable,
+    emit,
+    load_policy,
+    load_program,
+    make_engine,
+)
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("file")
+    add_entry(p)
+    p.add_argument("--policy", help="policy checkpoint (default: the shipped one)")
+    add_json(p)
+    p.add_argument("--runs", type=int, default=5, help="timed runs (median reported)")
+    p.add_argument("--no-cache", action="store_true", help="measure even if the cache has an answer")
+    p.add_argument("--no-fallback", action="store_true",
+                   help="report the policy's schedule even when it fails or is slower than the baseline")
+
+
+def run(args: argparse.Namespace) -> int:
+    from agent.suggest import to_measure
+    from engine import Schedule, Session
+    from mlir_rl_tui.progress import ProgressLine
+
+    prog = load_program(args)
+    check_measurable(prog, args.file)
+    pol = load_policy(args.policy)
+    fallback = None
+    with ProgressLine() as line, make_engine(args) as eng:
+        line.update("optimize: the policy schedules the program")
+        sess = pol.schedule(Session(prog, openmp=eng.openmp))
+        m = eng.measure(prog, to_measure(sess.schedule), use_cache=not args.no_cache,
+                        on_progress=line.phase("optimize"))
+        if not args.no_fallback and m.schedule and (not m.ok or (m.speedup or 0) < 1.0):
+            # never hand back something broken or slower: keep the untransformed program, say why
+            fallback = {"schedule": m.schedule, "status": m.status, "speedup": m.speedup, "error": m.error}
+            m = eng.measure(prog, Schedule({}), use_cache=not args.no_cache)
+    out = {**m.to_json(), "policy_ms": round(pol.ms_per_decision, 3), "decisions": len(pol.decision_ms)}
+    if fallback:
+        out["fallback"] = fallback
+    if args.json:
+        emit(out)
+        return 0 if m.ok else 1
+    if fallback:
+        how = f"{fallback['speedup']:.2f}x" if fallback["speedup"] else fallback["status"]
+        print(f"the policy's schedule ({fallback['schedule']}) gave {how}: kept the untransformed program")
+    if m.ok:
+        print(f"{m.schedule or '(no transformation)'}\n{m.status}: {m.time_ms:.3f} ms (baseline "
+              f"{m.baseline_ms:.3f} ms, speedup {m.speedup:.2f}x), validated; policy {out['policy_ms']:.2f} ms "
+              f"per decision x {out['decisions']}")
+    else:
+        print(f"{m.schedule}\n{m.status}: {m.error}")
+    return 0 if m.ok else 1

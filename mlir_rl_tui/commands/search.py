@@ -1,0 +1,63 @@
+"""`mlir-rl-tui search FILE --method M --budget N`: a search baseline (engine.search) on one program."""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+from mlir_rl_tui.commands.common import (
+    CliError,
+    add_entry,
+    add_json,
+    check_measurable,
+    emit,
+    fmt_speedup,
+    load_program,
+    make_engine,
+)
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    from engine.search import METHODS  # the engine's list, so a new method is a choice here at once
+
+    p.add_argument("file")
+    add_entry(p)
+    p.add_argument("--method", choices=list(METHODS), default="hill")
+    p.add_argument("--budget", type=int, default=30, help="measurements the search may make (default 30)")
+    p.add_argument("--seed", type=int, default=0)
+    add_json(p)
+    p.add_argument("--trace", help="append the best schedule as a trace episode to this JSONL file")
+    p.add_argument("--runs", type=int, default=5, help="timed runs per measurement (median reported)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from engine.search import search
+    from mlir_rl_tui.progress import ProgressLine
+
+    if args.budget < 1:
+        raise CliError(f"--budget must be at least 1, not {args.budget}")
+    prog = load_program(args)
+    check_measurable(prog, args.file)
+    start = time.monotonic()
+    with ProgressLine() as line, make_engine(args) as eng:
+
+        def progress(r) -> None:
+            line.update(f"{args.method}: {r.evaluated} measured, {r.cache_hits} cache hits, budget {args.budget}, "
+                        f"best {fmt_speedup(r.best.speedup)}")
+
+        line.update(f"{args.method}: measuring the baseline")
+        r = search(eng, prog, args.method, args.budget, seed=args.seed, trace=args.trace, on_progress=progress)
+    if args.json:
+        emit(r.to_json())
+        return 0 if r.best.ok else 1
+    m = r.best
+    if not r.schedule.ops:
+        print(f"{args.method}: nothing beat the baseline ({m.time_ms:.3f} ms)")
+    else:
+        print(f"{args.method}: {fmt_speedup(m.speedup)} ({m.time_ms:.3f} ms, baseline {m.baseline_ms:.3f} ms), "
+              f"{'validated' if m.validated else m.status}")
+        print(f"schedule: {m.schedule}")
+    print(f"{r.evaluated} measured, {r.cache_hits} cache hits, {r.candidates} candidates, "
+          f"stopped: {r.stopped}, {time.monotonic() - start:.1f} s"
+          + (f"; trace appended to {args.trace}" if args.trace else ""))
+    return 0 if m.ok else 1

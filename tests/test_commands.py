@@ -1,0 +1,172 @@
+"""The command line's shape: one registry, one module per command loaded by name, a light `--help`, the
+entry points, and `train --recipe default` (the shipped policy's recipe) parsed and run small."""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import pathlib
+import subprocess
+import sys
+import tomllib
+
+import pytest
+from conftest import ROOT
+
+from mlir_rl_tui.commands import APP, COMMANDS, load, main
+
+HEAVY = ("torch", "textual", "mlir", "engine", "agent", "numpy")
+
+
+def test_top_level_help_imports_nothing_heavy():
+    code = ("import sys\nfrom mlir_rl_tui.commands import main\ntry:\n    main(['--help'])\nexcept SystemExit:\n"
+            "    pass\nprint(sorted({m.split('.')[0] for m in sys.modules} & set(sys.argv[1:])))")
+    r = subprocess.run([sys.executable, "-c", code, *HEAVY], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_every_command_is_listed_with_its_line_and_its_help_starts_with_it(capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["--help"])
+    assert e.value.code == 0
+    top = " ".join(capsys.readouterr().out.split())
+    for name, cmd in COMMANDS.items():
+        assert f"{name} {cmd.help}" in top
+        with pytest.raises(SystemExit) as e:
+            main([name, "--help"])
+        assert e.value.code == 0
+        out = " ".join(capsys.readouterr().out.split())
+        assert out.startswith(f"usage: mlir-rl-tui {name} ")
+        assert cmd.help[0].upper() + cmd.help[1:] + "." in out
+
+
+def test_every_command_module_has_arguments_and_run():
+    for cmd in [*COMMANDS.values(), APP]:
+        mod = load(cmd)
+        assert callable(mod.add_arguments) and callable(mod.run), cmd.module
+    files = {p.stem for p in (ROOT / "mlir_rl_tui" / "commands").glob("*.py")} - {"__init__", "common"}
+    assert files == {c.module for c in [*COMMANDS.values(), APP]}  # no module outside the registry
+
+
+def test_no_command_and_an_unknown_option():
+    assert main([]) == 2
+    with pytest.raises(SystemExit) as e:
+        main(["--no-such-option"])
+    assert e.value.code == 2
+
+
+def test_entry_point_and_python_m():
+    with open(ROOT / "pyproject.toml", "rb") as f:
+        target = tomllib.load(f)["project"]["scripts"]["mlir-rl-tui"]
+    module, _, func = target.partition(":")
+    assert getattr(__import__(module, fromlist=[func]), func) is main
+    r = subprocess.run([sys.executable, "-m", "mlir_rl_tui", "--help"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and "convert-checkpoint" in r.stdout
+    script = pathlib.Path(sys.executable).parent / "mlir-rl-tui"
+    if script.exists():  # the installed script (scripts/setup)
+        r = subprocess.run([str(script), "inspect", "--help"], capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0 and r.stdout.startswith("usage: mlir-rl-tui inspect")
+
+
+def _top_level_imports(path: pathlib.Path) -> set[str]:
+    """Modules a file imports when it is imported (not inside functions)."""
+    names = set()
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, ast.Import):
+            names |= {a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names.add(node.module.split(".")[0])
+    return names
+
+
+def test_torch_and_the_agent_only_in_the_agent_backed_commands():
+    """The app and the command line import torch only through the agent, and only where a command needs it."""
+    for path in (ROOT / "mlir_rl_tui").rglob("*.py"):
+        text = path.read_text()
+        assert "import torch" not in text and "from torch" not in text, path
+        if path.parent.name == "commands" and path.stem not in ("train",):
+            assert not _top_level_imports(path) & {"agent", "engine", "textual", "mlir"}, path
+
+
+def test_one_gmean():
+    defs = [(p, n.name) for p in ROOT.glob("[!.]*/**/*.py") if ".venv" not in p.parts
+            for n in ast.walk(ast.parse(p.read_text())) if isinstance(n, ast.FunctionDef) and n.name.strip("_") == "gmean"]
+    assert [(p.relative_to(ROOT).as_posix(), n) for p, n in defs] == [("agent/evaluate.py", "gmean")]
+
+
+# -- train: PPO or the recipe, one parser -----------------------------------------------------------------
+@pytest.fixture
+def calls(monkeypatch):
+    """What `train` would run: ppo.train's Args or the recipe's options, without running them."""
+    from agent import ppo, recipes
+
+    seen: list = []
+    monkeypatch.setattr(ppo, "train", lambda a, **kw: seen.append(a) or "policy.pt")
+    monkeypatch.setattr(recipes, "train_default", lambda r, **kw: seen.append(r) or "default.pt")
+    return seen
+
+
+def test_train_without_recipe_is_ppo_with_its_defaults(calls, capsys):
+    from agent.ppo import Args
+
+    assert main(["train", "--programs", "a", "b", "--iterations", "2", "--no-norm-adv"]) == 0
+    assert calls == [Args(programs=["a", "b"], iterations=2, norm_adv=False)]
+    assert capsys.readouterr().out == "policy.pt\n"
+
+
+def test_train_recipe_default_parses_with_the_recipe_defaults(calls, capsys):
+    from agent.recipes import DefaultRecipe
+
+    assert main(["train", "--recipe", "default"]) == 0
+    assert calls[-1] == DefaultRecipe() and (calls[-1].bc_epochs, calls[-1].iterations) == (60, 0)
+    assert main(["train", "--recipe", "default", "--programs", "runs/dataset", "--budget", "40", "--bc-epochs",
+                 "120", "--more", "x", "y", "--exclude", "--learning-rate", "1e-5", "--ship"]) == 0
+    assert calls[-1] == DefaultRecipe(programs="runs/dataset", budget=40, bc_epochs=120, more=["x", "y"], exclude=[],
+                                      learning_rate=1e-5, ship=True)
+    assert calls[-1].command() == ("mlir-rl-tui train --recipe default --programs runs/dataset --more x y --exclude "
+                                   "--budget 40 --bc-epochs 120 --learning-rate 1e-05 --ship")
+
+
+@pytest.mark.parametrize("argv,words", [
+    (["train", "--budget", "3"], "--budget is an option of --recipe default only"),
+    (["train", "--recipe", "default", "--resume"], "--resume is not an option of --recipe default"),
+    (["train", "--recipe", "default", "--bc", "t.jsonl"], "--bc is not an option of --recipe default"),
+    (["train", "--recipe", "default", "--programs", "a", "b"], "one --programs folder"),
+])
+def test_train_mixing_the_modes_is_one_line(argv, words, calls, capsys):
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert words in err and "\n" not in err and not calls
+
+
+def test_train_help_documents_the_recipe(capsys):
+    with pytest.raises(SystemExit):
+        main(["train", "--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    for words in ("recipe_search", "Behaviour cloning", "--bc-epochs", "320 programs", "27 minutes",
+                  "--limit LIMIT", "with --recipe default 0.0001"):
+        assert words in out, words
+
+
+def test_tiny_recipe_runs_end_to_end(tmp_path, cache_dir, capsys):
+    """The whole pipeline on one program: generate, teacher, cloning, one PPO iteration, choice, record."""
+    from agent.recipes import CHECKPOINTS
+    from agent.suggest import load_policy
+
+    shipped = os.path.join(CHECKPOINTS, "default.pt")
+    before = os.stat(shipped).st_mtime_ns if os.path.exists(shipped) else None
+    out = tmp_path / "run"
+    argv = ["train", "--recipe", "default", "--out", str(out), "--n", "2", "--exclude", "--budget", "2",
+            "--bc-epochs", "1", "--iterations", "1", "--programs-per-batch", "2", "--threads", "1", "--limit", "1"]
+    assert main(argv) == 0
+    std = capsys.readouterr()
+    assert std.out == f"{out / 'default.pt'}\n"
+    assert "BC epoch 1" in std.err and "greedy ppo policy" in std.err
+    info = json.loads((out / "default.json").read_text())
+    assert info["train_programs"] == 1 and info["bc_epochs"] == 1 and info["ppo"]["iterations"] == 1
+    assert info["command"] == "mlir-rl-tui " + " ".join(argv)
+    assert set(info["greedy_train_gmean"]) == {"bc", "ppo"} and info["shipped"] in ("bc", "ppo")
+    assert load_policy(str(out / "default.pt")) is not None
+    assert (os.stat(shipped).st_mtime_ns if os.path.exists(shipped) else None) == before  # no --ship: untouched
