@@ -1,4 +1,4 @@
-"""Imitation targets: what of a search result is worth imitating (agent/train_default.py, `--teacher hill`).
+"""Imitation targets: what of a search result is worth imitating (`mlir-rl-tui train --recipe default --teacher hill`, agent/recipes.py).
 
 The search itself is `engine.search` (hill climbing and the others); its results go to traces through
 `engine.trace.write_schedule`.
@@ -55,7 +55,7 @@ def imitation_target(engine: Engine, program: Program, schedule: Schedule, measu
         text = to_text(cand)
         if text == cur_text:
             continue
-        m = engine.measure(program, cand)
+        m = engine.engine(program, cand)
         made += 0 if m.cached else 1
         if m.ok and (m.speedup or 0.0) * tolerance >= best:
             per_op, cur_text, cur_sp = cand_ops, text, m.speedup or 0.0

@@ -225,10 +225,13 @@ def config_json(model: ActorCritic) -> dict:
     return {"limits": asdict(model.limits), "policy": asdict(model.config)}
 
 
-def build(info: dict, path: str, tensors: dict[str, torch.Tensor] | None = None) -> ActorCritic:
+def model_from_config(info: dict, path: str, tensors: dict[str, torch.Tensor] | None = None) -> ActorCritic:
     """The model described by a checkpoint's JSON (validated, bounded); with `tensors`, their names and
     shapes are checked against it first (on the meta device: nothing is allocated for a bad file)."""
-    limits = ck.dataclass_from_json(Limits, info.get("limits", {}), path, "limits", LIMIT_BOUNDS)
+    limits_json = info.get("limits", {})
+    if isinstance(limits_json, dict):  # written before the formulation moved to the policy config
+        limits_json = {k: v for k, v in limits_json.items() if k != "interchange"}
+    limits = ck.dataclass_from_json(Limits, limits_json, path, "limits", LIMIT_BOUNDS)
     config = ck.dataclass_from_json(PolicyConfig, info.get("policy", {}), path, "policy config", CONFIG_BOUNDS)
     if config.interchange not in ("pointers", "enumerated") or min(config.hidden, config.layers) < 1:
         raise ck.CheckpointError(f"{path}: bad policy config in the checkpoint ({config})")
@@ -260,6 +263,6 @@ def save(model: ActorCritic, path: str, meta: dict | None = None, half: bool = T
 def load(path: str) -> tuple[ActorCritic, dict]:
     """The policy of a checkpoint and its metadata; CheckpointError (one line) for any other file."""
     tensors, info = ck.load(path, "policy")
-    model = load_weights(build(info, path, tensors), tensors)
+    model = load_weights(model_from_config(info, path, tensors), tensors)
     meta = info.get("meta")
     return model, meta if isinstance(meta, dict) else {}

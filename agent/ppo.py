@@ -29,12 +29,12 @@ from agent.evaluate import gmean
 from agent.policy import (
     ActorCritic,
     act,
-    build,
     config_json,
     distribution,
     evaluate_actions,
     load,
     load_weights,
+    model_from_config,
     save,
 )
 from engine import Engine, Program, Session
@@ -84,7 +84,7 @@ class Args:
 
 # ----------------------------------------------------------------------------------------------
 @dataclass
-class Episode:
+class Rollout:
     """One program scheduled to the end: per decision the inputs the update needs, then the reward."""
 
     program: int
@@ -101,10 +101,10 @@ class Episode:
 
 
 def collect(model: ActorCritic, programs: list[Program], indices: list[int], engine: Engine, seed: int,
-            penalty: float = -1.0) -> list[Episode]:
+            penalty: float = -1.0) -> list[Rollout]:
     """Run one episode per index (all in lock step, batched inference), then measure the schedules."""
     g = torch.Generator().manual_seed(seed)
-    eps = [Episode(i) for i in indices]
+    eps = [Rollout(i) for i in indices]
     sessions = [Session(programs[i], limits=model.limits, openmp=engine.openmp) for i in indices]
     live = [j for j, s in enumerate(sessions) if not s.done]
     while live:
@@ -120,7 +120,7 @@ def collect(model: ActorCritic, programs: list[Program], indices: list[int], eng
         live = [j for j in live if not sessions[j].done]
 
     def measure(j: int) -> None:
-        m = engine.measure(programs[eps[j].program], sessions[j].schedule)
+        m = engine.engine(programs[eps[j].program], sessions[j].schedule)
         e = eps[j]
         e.schedule, e.status, e.cached, e.speedup = m.schedule, m.status, m.cached, m.speedup
         e.reward = m.log_speedup(penalty)
@@ -131,7 +131,7 @@ def collect(model: ActorCritic, programs: list[Program], indices: list[int], eng
 
 
 def _collect_remote(state_dict: dict, limits: dict, policy: dict, texts: list[str], indices: list[int],
-                    seed: int, penalty: float, runs: int) -> tuple[list[Episode], int, int]:
+                    seed: int, penalty: float, runs: int) -> tuple[list[Rollout], int, int]:
     """Body of a Ray task: rebuild the policy and an Engine in the worker, then the same `collect`."""
     from agent.policy import PolicyConfig
     from engine.config import Limits, MeasureConfig
@@ -148,7 +148,7 @@ def _collect_remote(state_dict: dict, limits: dict, policy: dict, texts: list[st
 
 
 # ----------------------------------------------------------------------------------------------
-def gae(ep: Episode, gamma: float, lam: float) -> tuple[np.ndarray, np.ndarray]:
+def gae(ep: Rollout, gamma: float, lam: float) -> tuple[np.ndarray, np.ndarray]:
     """Advantages and returns of one episode; the only reward is on its last step."""
     T = len(ep.values)
     rewards = np.zeros(T, np.float32)
@@ -164,7 +164,7 @@ def gae(ep: Episode, gamma: float, lam: float) -> tuple[np.ndarray, np.ndarray]:
     return adv, adv + values
 
 
-def update(model: ActorCritic, optimizer: optim.Optimizer, eps: list[Episode], args: Args,
+def update(model: ActorCritic, optimizer: optim.Optimizer, eps: list[Rollout], args: Args,
            rng: np.random.Generator) -> dict[str, float]:
     """PPO-clip epochs over the batch's decisions, reusing the masks stored with the rollout."""
     b_obs = torch.stack([o for e in eps for o in e.obs])
@@ -251,7 +251,7 @@ class ResumeState:
 
         weights = {k[len("model/"):]: v for k, v in self.tensors.items() if k.startswith("model/")}
         if self.model is None:
-            build(config_json(model), path, weights)  # same names and shapes as the model being resumed
+            model_from_config(config_json(model), path, weights)  # same names and shapes as the model being resumed
             load_weights(model, weights)
         counters = [info.get("iteration"), info.get("global_step")]
         if not all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in counters):
@@ -283,7 +283,7 @@ def load_state(path: str) -> ResumeState:
     model = None
     if "limits" in info or "policy" in info:
         weights = {k[len("model/"):]: v for k, v in tensors.items() if k.startswith("model/")}
-        model = load_weights(build(info, path, weights), weights)
+        model = load_weights(model_from_config(info, path, weights), weights)
     return ResumeState(path, tensors, info, model)
 
 

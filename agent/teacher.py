@@ -24,10 +24,10 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from engine import Engine, Program
+from engine.mask import transformation_reasons
 from engine.schedule import Action, Schedule
 from engine.search.base import BudgetExhausted, Evaluator, SearchResult, fit_sizes, try_apply, tunable
 from engine.session import Session
-from engine.state import transformation_reasons
 
 OUTER = (8, 16, 32, 64)
 LANES = (8, 16, 32, 64)
@@ -84,7 +84,7 @@ def op_actions(sess: Session, rec: Recipe) -> Session:
     return sess.apply(Action(end))
 
 
-def build(ev: Evaluator, recipes: dict[str, Recipe]) -> Schedule:
+def schedule_from(ev: Evaluator, recipes: dict[str, Recipe]) -> Schedule:
     sess = ev.session()
     while not sess.done:
         sess = op_actions(sess, recipes.get(sess.current.op.id, NT))
@@ -164,7 +164,7 @@ def recipe_search(engine: Engine, program: Program, budget: int = 40, min_gain: 
     def consider(op_id: str, rec: Recipe) -> bool:
         nonlocal point, value
         cand = {**point, op_id: rec}
-        v = ev.speedup(build(ev, cand))
+        v = ev.speedup(schedule_from(ev, cand))
         if v > value * min_gain:
             point, value = cand, v
             return True
@@ -191,5 +191,5 @@ def recipe_search(engine: Engine, program: Program, budget: int = 40, min_gain: 
         pass
     if log:
         log(f"{program.path}: {value:.2f}x with " + "; ".join(f"{k}: {r.text()}" for k, r in point.items()))
-    return build(ev, point), value, point, ev.result
+    return schedule_from(ev, point), value, point, ev.result
 

@@ -10,7 +10,10 @@ switches the IR view 1-5 while each measurement runs. Every tick is attributed t
 being measured) and the last thing done (e.g. `view diff`). With `--stacks`, a watchdog thread samples
 the main thread's stack whenever the loop has not ticked for 40 ms: what blocked it.
 
-    .venv/bin/python benchmarks/app_responsiveness.py [--samples matmul conv2d] [--stacks] [--json]
+    .venv/bin/python benchmarks/app_responsiveness.py [--samples matmul conv2d] [--off NAME ...] [--stacks] [--json]
+
+`--off` runs the app with some of its Textual work-arounds switched off (mlir_rl_tui/workarounds.py): what
+each one buys.
 """
 
 from __future__ import annotations
@@ -269,9 +272,11 @@ def report(mon: Monitor, results: list[dict], load: str, as_json: bool, stacks: 
 
 def child(name: str, a: argparse.Namespace) -> None:
     """One sample in this process (as a user runs the app: one program per process); JSON on stdout."""
+    from mlir_rl_tui import workarounds
     from mlir_rl_tui.idle_gc import pause_for_startup
 
-    pause_for_startup()  # as the CLI does before it opens the app
+    if workarounds.on("idle_gc"):
+        pause_for_startup()  # as the CLI does before it opens the app
     mon = Monitor()
     dog = Watchdog(mon)
     if a.stacks:
@@ -290,6 +295,9 @@ def main() -> int:
     p.add_argument("--pause", type=float, default=0.25, help="seconds between view switches")
     p.add_argument("--timeout", type=float, default=300.0, help="seconds to wait for one step's measurement")
     p.add_argument("--stacks", action="store_true", help="sample the main thread's stack during stalls")
+    p.add_argument("--off", nargs="+", default=[], metavar="NAME",
+                   choices=["idle_gc", "stable_footer", "rendered_static", "prepared_ir"],
+                   help="run with these work-arounds off (mlir_rl_tui/workarounds.py)")
     p.add_argument("--json", action="store_true")
     p.add_argument("--child", help=argparse.SUPPRESS)
     a = p.parse_args()
@@ -316,6 +324,8 @@ def main() -> int:
         mon.samples += [tuple(x) for x in data["samples"]]
         loads.append(os.getloadavg()[0])
     load = f"{os.getloadavg()[0]:.2f} at the end, {statistics.mean(loads):.2f} mean over samples"
+    if a.off:
+        load += f"; work-arounds off: {', '.join(a.off)}"
     return report(mon, results, load, a.json, a.stacks)
 
 

@@ -33,7 +33,7 @@ sys.path.insert(0, ROOT)
 
 from engine import Engine, Program, Schedule, ScheduleError, load_file, parse, to_text  # noqa: E402
 from engine.config import MeasureConfig  # noqa: E402
-from engine.state import replay  # noqa: E402
+from engine.mask import check_schedule  # noqa: E402
 
 PROGRAMS = sorted(glob.glob(os.path.join(ROOT, "samples", "*.mlir"))) + \
     sorted(glob.glob(os.path.join(ROOT, "tests", "data", "torch", "*.mlir")))
@@ -111,7 +111,7 @@ def shrink(engine: Engine, program: Program, schedule: Schedule, status: str, ki
     """Fewest actions (mask-legal) that still end in the same status and failure kind."""
     def fails(s: Schedule) -> bool:
         try:
-            replay(program, s, engine.limits, engine.openmp)
+            check_schedule(program, s, engine.limits, engine.openmp)
         except ScheduleError:
             return False
         st, err = check(engine, None, program, s)

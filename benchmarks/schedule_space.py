@@ -5,7 +5,7 @@ Two tables, measured through the engine (new V: contraction form, hoisted accumu
 1. register tiles: serial `T(outer) V` on matmul 256^3 and conv2d 56x56x64 (3x3), GFLOP/s and % of the
    FMA peak, for the tile sizes of `Limits.tile_sizes` and for candidates outside it (6, 7, 12, 14, ...);
 2. vector size: compile time (lower + JIT) and speed against the vectorized extent (the product of the
-   tiled op's extents, `engine.state.vector_elements`), which `Limits.max_vector_elements` bounds.
+   tiled op's extents, `engine.mask.vector_elements`), which `Limits.max_vector_elements` bounds.
 
     .venv/bin/python benchmarks/schedule_space.py [--only tiles|vectors]
 """
@@ -20,7 +20,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from engine import Engine, load_file, parse  # noqa: E402
 from engine.config import MeasureConfig  # noqa: E402
-from engine.state import replay, vector_elements  # noqa: E402
+from engine.mask import check_schedule, vector_elements  # noqa: E402
 
 SAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "samples")
 
@@ -51,7 +51,7 @@ def run(eng: Engine, cases: list[tuple[str, str]], title: str) -> None:
         sched = parse(text)
         from engine.config import Limits
 
-        states = replay(prog, sched, Limits(max_vector_elements=1 << 30))
+        states = check_schedule(prog, sched, Limits(max_vector_elements=1 << 30))
         st = states["op0"]
         before_v = st.copy()
         before_v.vectorized = before_v.done = False

@@ -1,8 +1,8 @@
 """MLIR environment: load linalg programs, schedule them, measure schedules. No UI, no torch."""
 
 from engine.config import DEFAULT_LIMITS, DEFAULT_MEASURE, Limits, MeasureConfig
+from engine.engine import Engine, Measurement
 from engine.errors import EngineError, LoadError, ScheduleError
-from engine.measure import Engine, Measurement
 from engine.program import LinalgOp, Program, load, load_file
 from engine.schedule import Action, Schedule, parse, to_text
 from engine.session import Session
@@ -17,7 +17,7 @@ __all__ = [
 def _register_env_with_gymnasium() -> None:
     """Gymnasium id `mlir_rl/Schedule-v0` (engine.env): registered now if gymnasium is already imported,
     else as soon as it is (an import hook), so `import engine` does not pay for importing gymnasium
-    (0.1-0.3 s of the app's start) and `gymnasium.make("mlir_rl/Schedule-v0")` still works after it."""
+    (0.1-0.3 s of import time) and `gymnasium.make("mlir_rl/Schedule-v0")` still works after it."""
     import importlib.abc
     import importlib.util
     import sys

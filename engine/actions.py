@@ -17,17 +17,24 @@ from __future__ import annotations
 import numpy as np
 
 from engine.config import DEFAULT_LIMITS, TRANSFORMATIONS, Limits
+from engine.mask import ActionMask
 from engine.schedule import TILED, Action
 from engine.session import Session
-from engine.state import ActionMask
 
 
 def nvec(limits: Limits = DEFAULT_LIMITS) -> list[int]:
     return [len(TRANSFORMATIONS)] + [limits.n_tile_sizes] * limits.n_loops + [limits.n_loops]
 
 
-def head_masks(mask: ActionMask, limits: Limits = DEFAULT_LIMITS) -> dict[str, np.ndarray]:
-    """Boolean masks per head: transformation (6), T/TP/TF (N x M), interchange (N)."""
+def head_masks(mask: ActionMask | None, limits: Limits = DEFAULT_LIMITS) -> dict[str, np.ndarray]:
+    """Boolean masks per head: transformation (6), T/TP/TF (N x M), interchange (N). `mask` None: the
+    episode is over, only NT is allowed."""
+    if mask is None:
+        t = np.array([k == "NT" for k in TRANSFORMATIONS], bool)
+        out = {"transformation": t}
+        out.update({k: np.zeros((limits.n_loops, limits.n_tile_sizes), bool) for k in TILED})
+        out["I"] = np.zeros(limits.n_loops, bool)
+        return out
     out = {"transformation": np.array([mask.transformation[k].allowed for k in TRANSFORMATIONS], bool)}
     for k in TILED:
         out[k] = np.array([[c.allowed for c in row] for row in mask.tile[k]], bool)
@@ -36,22 +43,19 @@ def head_masks(mask: ActionMask, limits: Limits = DEFAULT_LIMITS) -> dict[str, n
 
 
 def flat_mask(mask: ActionMask | None, limits: Limits = DEFAULT_LIMITS) -> tuple[np.ndarray, ...]:
-    """Per-dimension int8 masks in the form `MultiDiscrete.sample(mask=...)` accepts."""
-    if mask is None:  # episode over: only NT, everything else "no-op" index 0
-        t = np.zeros(len(TRANSFORMATIONS), np.int8)
-        t[TRANSFORMATIONS.index("NT")] = 1
-        sizes = [np.eye(1, limits.n_tile_sizes, 0, dtype=np.int8)[0] for _ in range(limits.n_loops)]
-        return (t, *sizes, np.eye(1, limits.n_loops, 0, dtype=np.int8)[0])
+    """Per-dimension int8 masks in the form `MultiDiscrete.sample(mask=...)` accepts: the union of the
+    allowed tiled kinds' size masks; a dimension with nothing allowed (ignored by the chosen
+    transformation) allows its "no-op" index 0, so every dimension can be sampled."""
     h = head_masks(mask, limits)
-    t = h["transformation"].astype(np.int8)
-    tiled = [k for k in TILED if mask.transformation[k].allowed] or ["T"]
+    t = h["transformation"]
+    tiled = [k for k in TILED if t[TRANSFORMATIONS.index(k)]] or ["T"]
     union = np.zeros((limits.n_loops, limits.n_tile_sizes), bool)
     for k in tiled:
         union |= h[k]
-    inter = h["I"].astype(np.int8)
-    if not inter.any():
-        inter[0] = 1  # ignored unless I is chosen, and I is masked then
-    return (t, *[row.astype(np.int8) for row in union], inter)
+    union[:, 0] |= ~union.any(axis=1)
+    inter = h["I"].copy()
+    inter[0] |= not inter.any()
+    return (t.astype(np.int8), *[row.astype(np.int8) for row in union], inter.astype(np.int8))
 
 
 def enumerated_candidates(n: int) -> list[tuple[int, int]]:

@@ -230,7 +230,7 @@ class Compiled:
         self.res_desc.allocated = 0
 
 
-def build(text: str, script_text: str | None, parallel: bool, func: str, arg_specs, result_spec,
+def compile_module(text: str, script_text: str | None, parallel: bool, func: str, arg_specs, result_spec,
           stages: Stages, want_ir: bool = False) -> tuple[Compiled, str | None]:
     """Parse, tag, transform, lower and JIT. Raises StageError('transform'|'compile', msg)."""
     from mlir import ir

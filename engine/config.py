@@ -36,14 +36,10 @@ class Limits:
     #: ... while V lowers contractions, convolutions and poolings to register-sized outer products and
     #: 1-D loops: 8192 elements compile in 0.2 s (matmul 64x64x2), 21504 in 0.3 s (conv2d).
     max_contraction_vector_elements: int = 8192
-    #: Interchange formulation: "pointers" (level pointers, N sub-steps) or "enumerated" (3N-6 swaps).
-    interchange: str = "pointers"
 
     def __post_init__(self) -> None:
         if len(self.tile_sizes) != self.n_tile_sizes:
             raise ValueError("tile_sizes must have n_tile_sizes entries")
-        if self.interchange not in ("pointers", "enumerated"):
-            raise ValueError("interchange must be 'pointers' or 'enumerated'")
 
 
 @dataclass(frozen=True)

@@ -35,10 +35,10 @@ import numpy as np
 from gymnasium import spaces
 
 from engine.actions import apply_vector, flat_mask, head_masks, nvec
-from engine.config import DEFAULT_LIMITS, TRANSFORMATIONS, Limits
+from engine.config import DEFAULT_LIMITS, Limits
+from engine.engine import Engine, Measurement
 from engine.errors import EngineError, ScheduleError
 from engine.features import feature_size
-from engine.measure import Engine, Measurement
 from engine.program import Program, load_file
 from engine.schedule import parse, to_text
 from engine.session import Session
@@ -138,7 +138,7 @@ class ScheduleEnv(gym.Env):
         changed = to_text(new.schedule) != to_text(sess.schedule)
         reward, terminated = 0.0, new.done
         if self.measure_mode != "never" and (terminated or (self.reward_mode == "immediate" and changed)):
-            m = self.measurement = self.engine.measure(self.program, new.schedule)
+            m = self.measurement = self.engine.engine(self.program, new.schedule)
             if not m.ok:
                 reward, terminated = self.penalty, True
             else:
@@ -157,7 +157,7 @@ class ScheduleEnv(gym.Env):
         mask = sess.mask()
         info: dict[str, Any] = {
             "action_mask": flat_mask(mask, self.limits),
-            "head_masks": head_masks(mask, self.limits) if mask is not None else _done_heads(self.limits),
+            "head_masks": head_masks(mask, self.limits),
             "op": sess.current.op.id if sess.current else None,
             "schedule": to_text(sess.schedule),
             "pending": list(sess.pending),
@@ -185,16 +185,6 @@ class ScheduleEnv(gym.Env):
             self._engine = None
             self._own_engine = False
         super().close()
-
-
-def _done_heads(limits: Limits) -> dict[str, np.ndarray]:
-    t = np.zeros(len(TRANSFORMATIONS), bool)
-    t[TRANSFORMATIONS.index("NT")] = True
-    out = {"transformation": t}
-    for k in ("T", "TP", "TF"):
-        out[k] = np.zeros((limits.n_loops, limits.n_tile_sizes), bool)
-    out["I"] = np.zeros(limits.n_loops, bool)
-    return out
 
 
 class RecordTrace(gym.Wrapper, gym.utils.RecordConstructorArgs):

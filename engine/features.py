@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from engine.config import ARITH_KINDS, DEFAULT_LIMITS, OP_TYPES, Limits
-from engine.state import OpState, vectorizable
+from engine.mask import OpState, vectorizable
 
 
 def feature_size(limits: Limits = DEFAULT_LIMITS) -> int:

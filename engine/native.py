@@ -18,12 +18,12 @@ import subprocess
 import tempfile
 
 from engine.compile import mlir_lib_dir, parallel_runtime
+from engine.engine import Engine
 from engine.errors import EngineError
-from engine.measure import Engine
+from engine.mask import check_schedule
 from engine.pool import Cancelled, WorkerDied, WorkerTimeout
 from engine.program import Program
 from engine.schedule import Schedule, to_text
-from engine.state import replay
 from engine.transforms import script, uses_parallel
 
 
@@ -36,7 +36,7 @@ def c_compiler() -> str:
 
 def build_library(engine: Engine, program: Program, schedule: Schedule, out: str) -> dict:
     """Compile `schedule` of `program` into the shared library `out` (+ `out.json`); returns the description."""
-    replay(program, schedule, engine.limits, engine.openmp)  # one-line ScheduleError before any work
+    check_schedule(program, schedule, engine.limits, engine.openmp)  # one-line ScheduleError before any work
     text = to_text(schedule)
     parallel = bool(text) and uses_parallel(schedule) and engine.openmp
     cc = c_compiler()

@@ -455,7 +455,7 @@ def _body_op_names(op, nested: bool = True) -> list[str]:
     """Names of the ops in `op`'s regions (nested=False: only those directly in its blocks), pre-order.
 
     Walks Operations: iterating `block.operations` makes OpViews, and the first linalg one imports
-    mlir.dialects.linalg with its Python op DSL (0.2-0.3 s of the app's start)."""
+    mlir.dialects.linalg with its Python op DSL (0.2-0.3 s of import time)."""
     from mlir import ir
 
     names: list[str] = []
@@ -547,7 +547,7 @@ def _describe(raw_ops: list, name: str) -> list[LinalgOp]:
     from mlir import ir
 
     # the C extension behind mlir.dialects.linalg: importing that package also builds the Python op DSL
-    # (opdsl, core_named_ops), 0.2-0.3 s of the app's start for three functions
+    # (opdsl, core_named_ops), 0.2-0.3 s of import time for three functions
     from mlir._mlir_libs import _mlirDialectsLinalg as linalg
 
     ids = traversal_ids(len(raw_ops))

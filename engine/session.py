@@ -9,9 +9,9 @@ import numpy as np
 from engine.config import DEFAULT_LIMITS, Limits
 from engine.errors import ScheduleError
 from engine.features import features
+from engine.mask import ActionMask, OpState, action_mask, check_schedule
 from engine.program import Program
 from engine.schedule import Action, Schedule
-from engine.state import ActionMask, OpState, action_mask, replay
 
 
 @dataclass
@@ -29,7 +29,7 @@ class Session:
     pending: list[int] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        self.states: dict[str, OpState] = replay(self.program, self.schedule, self.limits, self.openmp)
+        self.states: dict[str, OpState] = check_schedule(self.program, self.schedule, self.limits, self.openmp)
 
     # ------------------------------------------------------------------------------------------
     @property

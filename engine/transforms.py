@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from engine.config import DEFAULT_LIMITS, Limits
+from engine.mask import OpState, walk
 from engine.program import TAG, Program
 from engine.schedule import Schedule
-from engine.state import OpState, walk
 
 ANY = "!transform.any_op"
 

@@ -179,7 +179,7 @@ def _timed_call(compiled, watch: Callable[[], None] | None = None,
 
 
 def handle(req: dict, out, baselines: _Baselines, watchdog: Watchdog | None = None) -> dict:
-    from engine.compile import StageError, Stages, build, random_inputs
+    from engine.compile import StageError, Stages, compile_module, random_inputs
     from engine.program import TensorSpec
     from engine.timing import TimingConfig, time_kernel
 
@@ -209,7 +209,7 @@ def handle(req: dict, out, baselines: _Baselines, watchdog: Watchdog | None = No
         phase("transform")
         try:
             with _flock(req.get("cpu_lock"), fcntl.LOCK_SH):
-                build(req["program"], script, req["parallel"], req["func"], specs, res_spec, stages)
+                compile_module(req["program"], script, req["parallel"], req["func"], specs, res_spec, stages)
         except StageError as e:
             return result("transform-error" if e.stage == "transform" else "compile-error", error=str(e))
         return result("ok")
@@ -228,7 +228,7 @@ def handle(req: dict, out, baselines: _Baselines, watchdog: Watchdog | None = No
 
     if req.get("mode") == "object":  # engine.native: the compiled object code, for a shared library
         try:
-            compiled, _ = build(req["program"], script, req["parallel"], req["func"], specs, res_spec, stages)
+            compiled, _ = compile_module(req["program"], script, req["parallel"], req["func"], specs, res_spec, stages)
             compiled.engine.dump_to_object_file(req["object_path"])
         except StageError as e:
             return result("transform-error" if e.stage == "transform" else "compile-error", error=str(e))
@@ -266,7 +266,7 @@ def handle(req: dict, out, baselines: _Baselines, watchdog: Watchdog | None = No
         if base is None and script:
             phase("baseline")
             try:
-                compiled, _ = build(req["program"], None, False, req["func"], specs, res_spec, Stages())
+                compiled, _ = compile_module(req["program"], None, False, req["func"], specs, res_spec, Stages())
             except StageError as e:
                 return result("compile-error", error=f"baseline: {e}")
             first, output = first_run(compiled)
@@ -277,7 +277,7 @@ def handle(req: dict, out, baselines: _Baselines, watchdog: Watchdog | None = No
             baselines.put(key, base)
         phase("transform" if script else "compile")
         try:
-            compiled, ir_text = build(req["program"], script, req["parallel"], req["func"], specs, res_spec,
+            compiled, ir_text = compile_module(req["program"], script, req["parallel"], req["func"], specs, res_spec,
                                       stages, want_ir=req.get("want_ir", False))
         except StageError as e:
             status = "transform-error" if e.stage == "transform" else "compile-error"

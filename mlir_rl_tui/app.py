@@ -8,6 +8,7 @@ from textual.app import App
 from textual.binding import Binding
 
 from engine import LoadError, Program
+from mlir_rl_tui import workarounds
 from mlir_rl_tui.adapter import Adapter, EngineAdapter
 from mlir_rl_tui.idle_gc import IdleCollector
 from mlir_rl_tui.palette import ScheduleCommands
@@ -39,7 +40,8 @@ class ScheduleApp(App[int]):
         self.note = note
         #: One line for the command line to print after the app closed (the user quit the entry picker).
         self.exit_error: str | None = None
-        self.idle_gc = IdleCollector()  # started by the main screen after its first paint
+        #: started by the main screen after its first paint (None: switched off, mlir_rl_tui/workarounds.py)
+        self.idle_gc = IdleCollector() if workarounds.on("idle_gc") else None
 
     def on_mount(self) -> None:
         if self.choice is not None:
@@ -64,11 +66,13 @@ class ScheduleApp(App[int]):
 
     async def on_event(self, event: events.Event) -> None:
         if isinstance(event, events.Key | events.MouseDown):
-            self.idle_gc.touched()
+            if self.idle_gc is not None:
+                self.idle_gc.touched()
         await super().on_event(event)
 
     def on_unmount(self) -> None:
-        self.idle_gc.stop()
+        if self.idle_gc is not None:
+            self.idle_gc.stop()
 
     def action_help(self) -> None:
         from mlir_rl_tui.screens.help import HelpScreen

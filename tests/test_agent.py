@@ -136,7 +136,7 @@ def test_behaviour_cloning_reproduces_the_trace(tmp_path, matmul):
 def test_imitation_targets_keep_the_baseline_and_end_missing_ops_with_nt(matmul):
     from agent.expert import imitation_target, legal_schedule
     from engine import Schedule, parse
-    from engine.measure import Measurement
+    from engine.engine import Measurement
 
     # an op without actions (or with actions no longer legal) ends with NT
     assert str(legal_schedule(matmul, {})) == "op0: NT; op1: NT"

@@ -293,7 +293,7 @@ async def test_op_tree_follows_steps_in_place_and_footer_is_not_rebuilt_on_focus
     """The op tree relabels its nodes (no clear and rebuild per step) and shows what a fresh tree would;
     moving the focus to a parameter select does not rebuild the footer (its keys stay the same)."""
     from mlir_rl_tui.widgets.footer import StableFooter
-    from mlir_rl_tui.widgets.schedule import OpTree
+    from mlir_rl_tui.widgets.op_tree import OpTree
 
     app = make_app(matmul_prog, FakeAdapter())
     async with app.run_test(size=SIZE) as pilot:
@@ -320,3 +320,32 @@ async def test_op_tree_follows_steps_in_place_and_footer_is_not_rebuilt_on_focus
         fresh.show(app.main.session)
         assert _tree_lines(tree) == _tree_lines(fresh)
         assert not any("T(32,32,32)" in line for line in _tree_lines(tree))
+
+
+@sync
+async def test_every_textual_workaround_can_be_switched_off(matmul_prog, monkeypatch):
+    """The public-API paths `benchmarks/app_responsiveness.py --off` measures: they must work too."""
+    from textual.widgets import Footer, TextArea
+
+    from mlir_rl_tui import workarounds
+    from mlir_rl_tui.widgets.cached import Cached
+    from mlir_rl_tui.widgets.footer import StableFooter
+    from mlir_rl_tui.widgets.mask import MaskView
+
+    monkeypatch.setenv(workarounds.ENV, ",".join(workarounds.NAMES))
+    assert workarounds.off() == set(workarounds.NAMES)
+    app = make_app(matmul_prog, FakeAdapter())
+    assert app.idle_gc is None
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("t", "x")
+        await settle(pilot)
+        main = app.main
+        assert main.schedule_text == "op0: T(32,32,32)"
+        assert not main.query(StableFooter) and main.query(Footer)
+        area = main.query_one("#ir-text", TextArea)
+        await pilot.press("2")
+        await settle(pilot)
+        assert area.text.startswith("// transformed by: op0: T(32,32,32)")  # loaded by TextArea.load_text
+        body = main.query_one(MaskView).query_one("#mask-body").content
+        assert body is not None and not isinstance(body, Cached)  # built and rendered in the frame

@@ -124,7 +124,7 @@ def test_vectorize_masked_for_bodies_the_vectorizer_rejects():
     assert "cf.assert" in op.unvectorizable_body
     s = Session(prog)
     st = s.states[op.id]
-    from engine.state import vectorize_choice
+    from engine.mask import vectorize_choice
 
     c = vectorize_choice(st)
     assert not c.allowed and "cf.assert" in c.reason

@@ -10,7 +10,7 @@ import pytest
 from conftest import SAMPLES, TORCH
 
 from engine import load_file, parse
-from engine.state import replay, transformation_reasons, vectorize_choice
+from engine.mask import check_schedule, transformation_reasons, vectorize_choice
 from engine.transforms import script
 
 
@@ -29,7 +29,7 @@ RULES = [
 @pytest.mark.parametrize("name,op,kind,reason,bad,error", RULES, ids=[f"{r[0]}-{r[1]}-{r[2]}" for r in RULES])
 def test_masked_action_really_fails(engine, name, op, kind, reason, bad, error):
     prog = _load(name)
-    choice = transformation_reasons(replay(prog, parse(""))[op], prog)[kind]
+    choice = transformation_reasons(check_schedule(prog, parse(""))[op], prog)[kind]
     assert not choice.allowed and reason in choice.reason
     res = engine.compile_only(prog, parse(bad), check=False)
     assert res.status == "transform-error" and error in res.error
@@ -41,7 +41,7 @@ def test_tf_of_a_producer_written_at_a_constant_index_would_copy_all_of_it_into_
     from engine.compile import Stages, transform_ir
 
     prog = _load("attention.mlir")
-    choice = transformation_reasons(replay(prog, parse(""))["op2"], prog)["TF"]
+    choice = transformation_reasons(check_schedule(prog, parse(""))["op2"], prog)["TF"]
     assert not choice.allowed and "constant or combined index" in choice.reason and "all of op3" in choice.reason
     ir_text = transform_ir(prog.text, script(prog, parse("op2: TF(1,2,2)"), check=False), Stages())
     fused = [ln for ln in ir_text.splitlines() if 'rl.op = "op3@op2"' in ln]
@@ -60,9 +60,9 @@ def test_fused_producer_follows_the_consumers_current_extents():
     """op18 (conv) fused into op14's tile of width 1 is 1 wide: its fill, fused into op18's tile, too
     (it was taken for 16 wide, and a TP(.., 2) of it then made a partial tile the vectorizer rejects)."""
     prog = _load("resnet_block.mlir")
-    states = replay(prog, parse("op14: TF(1,8,0,1) V; op18: TF(0,8,0,0,0,0,0)"))
+    states = check_schedule(prog, parse("op14: TF(1,8,0,1) V; op18: TF(0,8,0,0,0,0,0)"))
     assert states["op19"].extents == [1, 8, 16, 1]
-    assert replay(prog, parse(""))["op19"].extents == [1, 16, 16, 16]
+    assert check_schedule(prog, parse(""))["op19"].extents == [1, 16, 16, 16]
 
 
 # -- script fixes: these schedules failed to transform or compile, now they compile --------------------
@@ -93,7 +93,7 @@ def test_fixed_schedule_compiles(engine, name, text):
 def test_nested_fusion_computes_the_right_result(engine):
     """A chain fused three deep, tiled and vectorized inside: run and checked against the baseline."""
     prog = _load("matmul_bias_relu.mlir")
-    m = engine.measure(prog, parse("op0: TF(64,64) T(1,64) V; op1: TF(32,16) V; op2: TF(8,4,0) T(4,4,2) V; op3: V"))
+    m = engine.engine(prog, parse("op0: TF(64,64) T(1,64) V; op1: TF(32,16) V; op2: TF(8,4,0) T(4,4,2) V; op3: V"))
     assert m.status == "ok" and m.validated, m.error
 
 
@@ -118,7 +118,7 @@ def test_interchanged_batch_matmul_goes_back_to_its_loop_order_before_specialize
 
 def test_vectorize_choice_of_a_depthwise_nchw_conv_is_masked_whatever_the_tiles():
     prog = _load("mobilenet_block.mlir")
-    st = replay(prog, parse("op19: T(1,1,1,2,1,1)"))["op19"]
+    st = check_schedule(prog, parse("op19: T(1,1,1,2,1,1)"))["op19"]
     c = vectorize_choice(st)
     assert not c.allowed and "depthwise_conv_2d_nchw_chw" in c.reason
 

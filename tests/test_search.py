@@ -12,12 +12,12 @@ from conftest import SAMPLES
 
 from engine import load_file
 from engine.errors import EngineError
+from engine.mask import check_schedule
 from engine.search import METHODS, search
-from engine.state import replay
 
 
 def complete_and_legal(program, schedule) -> bool:
-    replay(program, schedule)
+    check_schedule(program, schedule)
     return all(schedule.actions(o.id) and schedule.actions(o.id)[-1].terminal for o in program.ops)
 
 

@@ -11,7 +11,7 @@ from engine.search.base import Evaluator
 
 @pytest.mark.parametrize("path", SAMPLE_FILES, ids=lambda p: p.stem)
 def test_every_recipe_builds_a_legal_schedule_on_every_sample(path, engine):
-    from agent.teacher import NT, build, moves, starts
+    from agent.teacher import NT, moves, schedule_from, starts
 
     prog = load_file(str(path))
     ev = Evaluator(engine, prog, 1, "recipe")
@@ -20,10 +20,10 @@ def test_every_recipe_builds_a_legal_schedule_on_every_sample(path, engine):
     recipes += [m for r in recipes for m in moves(r, ["T", "TP", "TF"])]
     texts = set()
     for rec in recipes:
-        sched = build(ev, {op: rec for op in ops})  # raises ScheduleError if an action were illegal
+        sched = schedule_from(ev, {op: rec for op in ops})  # raises ScheduleError if an action were illegal
         assert set(sched.ops) == set(ops)  # every op is finished (V or NT)
         texts.add(to_text(sched))
-    assert to_text(build(ev, {op: NT for op in ops})) == to_text(build(ev, {}))
+    assert to_text(schedule_from(ev, {op: NT for op in ops})) == to_text(schedule_from(ev, {}))
     assert len(texts) > 3  # the recipes really differ on every sample
 
 
@@ -32,7 +32,7 @@ def test_recipe_search_on_matmul_beats_the_baseline_within_budget(engine, matmul
 
     sched, speedup, recipes, res = recipe_search(engine, matmul, budget=6)
     assert res.evaluated + res.cache_hits >= 1 and res.evaluated <= 6
-    m = engine.measure(matmul, sched)
+    m = engine.engine(matmul, sched)
     assert m.ok and m.validated
     # matmul is compute bound: the first recipe (parallel outer tiles, register tile, V) is far faster
     assert speedup > 3.0 and m.speedup > 3.0

@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 import math
 
-from engine.measure import Measurement
+from engine.engine import Measurement
 from engine.program import TensorSpec
 from engine.roofline import Peaks, measure_peaks, place
 from engine.timing import Series, TimingConfig, median_ci, time_kernel

@@ -11,13 +11,13 @@ from conftest import ROOT, TORCH_FILES
 CHECK = r"""
 import sys, numpy as np
 from engine import load_file
-from engine.compile import Stages, build, aligned_empty
+from engine.compile import Stages, compile_module, aligned_empty
 path = sys.argv[1]
 prog = load_file(path)
 x = np.load(path[:-5] + "_input.npy")
 ref = np.load(path[:-5] + "_output.npy")
 arg = aligned_empty(x.shape, x.dtype.name); arg[...] = x
-c, _ = build(prog.text, None, False, prog.func_name, prog.args, prog.results[0], Stages())
+c, _ = compile_module(prog.text, None, False, prog.func_name, prog.args, prog.results[0], Stages())
 c.bind([arg]); c.call(); out = c.result()
 err = float(np.abs(out - ref).max())
 print(err)

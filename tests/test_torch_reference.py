@@ -13,10 +13,10 @@ torch = pytest.importorskip("torch", reason="torch is the agent extra (scripts/s
 def test_pytorch_computes_the_sample(name):
     from agent.torch_reference import reference_output
     from engine import load_file
-    from engine.compile import Stages, build, random_inputs
+    from engine.compile import Stages, compile_module, random_inputs
 
     prog = load_file(str(SAMPLES / f"{name}.mlir"))
-    k, _ = build(prog.text, None, False, prog.func_name, prog.args, prog.results[0], Stages())
+    k, _ = compile_module(prog.text, None, False, prog.func_name, prog.args, prog.results[0], Stages())
     k.bind(random_inputs(prog.args, 0))
     k.call()
     ours = k.result()

@@ -64,7 +64,7 @@ def test_mlir_opt_replay_of_a_parallel_conv_gives_the_same_result(engine, tmp_pa
     from conftest import SAMPLES
 
     from engine import load_file
-    from engine.compile import Stages, build, random_inputs
+    from engine.compile import Stages, compile_module, random_inputs
 
     conv = load_file(str(SAMPLES / "conv2d.mlir"))
     sched = parse("op0: TP(1,28,0,0,0,0,0) T(1,1,8,32,1,0,1) V; op1: T(1,2,8,64) V")
@@ -80,7 +80,7 @@ def test_mlir_opt_replay_of_a_parallel_conv_gives_the_same_result(engine, tmp_pa
     replayed = strip_transforms(out.stdout)
     outs = []
     for text in (conv.text, replayed):
-        k, _ = build(text, None, "scf.forall" in text, conv.func_name, conv.args, conv.results[0], Stages())
+        k, _ = compile_module(text, None, "scf.forall" in text, conv.func_name, conv.args, conv.results[0], Stages())
         k.bind(random_inputs(conv.args, 0))
         k.call()
         outs.append(k.result())

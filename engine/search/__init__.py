@@ -18,8 +18,8 @@ from collections.abc import Callable
 
 import numpy as np
 
+from engine.engine import Engine
 from engine.errors import EngineError
-from engine.measure import Engine
 from engine.program import Program
 from engine.search.base import BudgetExhausted, Evaluator, SearchResult
 from engine.search.beam import beam

@@ -11,12 +11,12 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from itertools import permutations
 
+from engine.engine import Engine, Measurement
 from engine.errors import EngineError, ScheduleError
-from engine.measure import Engine, Measurement
+from engine.mask import OpState
 from engine.program import Program
 from engine.schedule import TILED, Action, Schedule, to_text
 from engine.session import Session
-from engine.state import OpState
 
 #: Uniform tile sizes tried by greedy and beam moves (hill and exhaustive have their own spaces).
 MOVE_SIZES = (8, 16, 32, 64)
@@ -102,7 +102,7 @@ class Evaluator:
             return self.memo[text]
         if self.exhausted:
             raise BudgetExhausted()
-        m = self.engine.measure(self.program, schedule, cancel=self.cancel)
+        m = self.engine.engine(self.program, schedule, cancel=self.cancel)
         if m.status == "cancelled":
             raise BudgetExhausted()
         self.memo[text] = m

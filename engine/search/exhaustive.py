@@ -13,10 +13,10 @@ from itertools import product
 
 import numpy as np
 
+from engine.mask import action_mask
 from engine.schedule import Action, Schedule
 from engine.search.base import Evaluator, finish_op, try_apply, tunable
 from engine.session import Session
-from engine.state import action_mask
 
 SIZES = (32, 16, 64, 8, 0)
 
@@ -41,7 +41,7 @@ def space(sess: Session, op_id: str) -> Iterator[tuple[Action, ...]]:
             yield (Action(k, cfg),)
 
 
-def build(ev: Evaluator, chosen: dict[str, tuple[Action, ...]]) -> Schedule | None:
+def schedule_from(ev: Evaluator, chosen: dict[str, tuple[Action, ...]]) -> Schedule | None:
     sess = ev.session()
     while not sess.done:
         for a in chosen.get(sess.current.op.id, ()):
@@ -60,11 +60,11 @@ def exhaustive(ev: Evaluator, rng: np.random.Generator) -> None:
     for i, op_id in enumerate(ops):
         share = (ev.budget - ev.spent) // (len(ops) - i)
         stop_at = ev.spent + max(1, share)
-        best_cfg, best_v = (), ev.measure(build(ev, chosen))
+        best_cfg, best_v = (), ev.measure(schedule_from(ev, chosen))
         for cfg in space(sess, op_id):
             if ev.spent >= stop_at:
                 break
-            sched = build(ev, {**chosen, op_id: cfg})
+            sched = schedule_from(ev, {**chosen, op_id: cfg})
             if sched is not None:
                 v = ev.measure(sched)
                 if ev.better(v, best_v):

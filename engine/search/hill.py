@@ -34,7 +34,7 @@ class Recipe:
     vectorize: bool = True
 
 
-def build(ev: Evaluator, recipes: dict[str, Recipe]) -> Schedule:
+def schedule_from(ev: Evaluator, recipes: dict[str, Recipe]) -> Schedule:
     """The complete schedule of a point: each recipe clamped to what the action mask allows. An op that
     is to be vectorized gets the inner tile V needs on its convolution/pooling window loops (1)."""
     ts = ev.engine.limits.tile_sizes
@@ -98,7 +98,7 @@ def starts(ev: Evaluator, allowed: dict[str, list[str]] | None = None) -> list[d
 
 def kinds(ev: Evaluator, op_id: str) -> list[str]:
     """First-tiling kinds the op allows before any action (TF needs a producer, TP needs OpenMP)."""
-    from engine.state import transformation_reasons
+    from engine.mask import transformation_reasons
 
     sess = ev.session()
     allowed = transformation_reasons(sess.states[op_id], ev.program, ev.engine.limits, ev.openmp)
@@ -131,7 +131,7 @@ def hill_climb(ev: Evaluator, rng: np.random.Generator) -> None:
     allowed = {op_id: kinds(ev, op_id) for op_id in points[0]}
     point, value = None, None
     for p in starts(ev, allowed):
-        v = ev.measure(build(ev, p))
+        v = ev.measure(schedule_from(ev, p))
         if point is None or ev.better(v, value):
             point, value = p, v
     best_point, best_value = point, value
@@ -141,7 +141,7 @@ def hill_climb(ev: Evaluator, rng: np.random.Generator) -> None:
             improved = False
             cands = neighbours(ev, point, allowed)
             for i in rng.permutation(len(cands)):
-                v = ev.measure(build(ev, cands[i]))
+                v = ev.measure(schedule_from(ev, cands[i]))
                 if ev.better(v, value):  # a move within the noise is no improvement
                     point, value, improved = cands[i], v, True
                     break
@@ -152,4 +152,4 @@ def hill_climb(ev: Evaluator, rng: np.random.Generator) -> None:
         for _ in range(2):
             cands = neighbours(ev, point, allowed)
             point = cands[int(rng.integers(len(cands)))]
-        value = ev.measure(build(ev, point))
+        value = ev.measure(schedule_from(ev, point))

@@ -128,9 +128,11 @@ def main(argv: list[str] | None = None) -> int:
     first = argv[0] if argv else ""
     opening = bool(first) and not first.startswith("-") and first not in COMMANDS
     if opening:
+        from mlir_rl_tui import workarounds
         from mlir_rl_tui.idle_gc import pause_for_startup
 
-        pause_for_startup()  # opening the app: no garbage collection until its first paint
+        if workarounds.on("idle_gc"):
+            pause_for_startup()  # opening the app: no garbage collection until its first paint
     try:
         parser = app_parser() if opening else build_parser(first)
         args = parser.parse_args(argv)

@@ -33,12 +33,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from engine import parse
-    from engine.state import replay
+    from engine.mask import check_schedule
     from mlir_rl_tui.progress import ProgressLine
 
     prog = load_program(args)
     sched = parse(args.schedule)
-    replay(prog, sched)  # one-line ScheduleError before any work
+    check_schedule(prog, sched)  # one-line ScheduleError before any work
     check_measurable(prog, args.file)
     if args.emit_transform:
         from engine.export import replayable

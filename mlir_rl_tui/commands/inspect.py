@@ -15,7 +15,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from engine import Session
-    from engine.state import action_mask
+    from engine.mask import action_mask
 
     prog = load_program(args)
     sess = Session(prog)

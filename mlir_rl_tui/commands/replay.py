@@ -16,7 +16,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from engine.state import replay
+    from engine.mask import check_schedule
     from engine.trace import read_trace
     from mlir_rl_tui.progress import ProgressLine
 
@@ -32,7 +32,7 @@ def run(args: argparse.Namespace) -> int:
         for i, ep in enumerate(episodes):
             prog = _resolve_program(ep, args.trace, args.entry)
             sched = ep.schedule
-            replay(prog, sched, eng.limits, eng.openmp)  # ScheduleError (one line) if the trace is not legal
+            check_schedule(prog, sched, eng.limits, eng.openmp)  # ScheduleError (one line) if the trace is not legal
             line.update(f"replay: episode {i + 1}/{len(episodes)}: measuring {sched}")
             m = eng.measure(prog, sched, use_cache=False)
             rec = ep.measurement or {}

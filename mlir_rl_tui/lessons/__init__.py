@@ -109,12 +109,12 @@ def load(name_or_path: str) -> Lesson:
     if not steps:
         raise EngineError(f"{path}: a lesson needs at least one step")
     from engine import load_file
-    from engine.state import replay
+    from engine.mask import check_schedule
 
     program = load_file(prog_path)
     for i, st in enumerate(steps):
         try:
-            replay(program, parse(st.schedule))
+            check_schedule(program, parse(st.schedule))
         except EngineError as e:
             raise EngineError(f"{path}: step {i + 1}: {e}") from None
     name = os.path.splitext(os.path.basename(path))[0]

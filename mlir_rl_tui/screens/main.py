@@ -14,10 +14,11 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import Screen
-from textual.widgets import Header, TabbedContent, TabPane
+from textual.widgets import Footer, Header, TabbedContent, TabPane
 from textual.worker import Worker, WorkerState, get_current_worker
 
 from engine import Action, EngineError, Program, Session, to_text
+from mlir_rl_tui import workarounds
 from mlir_rl_tui.adapter import Adapter, NoPolicy, Suggestion
 from mlir_rl_tui.messages import (
     DiffReady,
@@ -35,8 +36,8 @@ from mlir_rl_tui.widgets.ir_view import IRView
 from mlir_rl_tui.widgets.lesson import LessonView
 from mlir_rl_tui.widgets.loopnest import loop_nest
 from mlir_rl_tui.widgets.mask import MaskView
+from mlir_rl_tui.widgets.op_tree import OpTree
 from mlir_rl_tui.widgets.plot import Point, SpeedupPlot
-from mlir_rl_tui.widgets.schedule import OpTree
 from mlir_rl_tui.widgets.status_bar import StatusBar
 from mlir_rl_tui.widgets.suggest import SuggestView
 from mlir_rl_tui.workspace import Workspace
@@ -114,7 +115,7 @@ class MainScreen(Screen):
                     yield LessonView(self.lesson, id="lesson-view")
         yield ActionBar(max_loops=max(len(o.loops) for o in self.program.ops), id="actions")
         yield StatusBar(flops=self.program.flops, id="statusbar")
-        yield StableFooter()
+        yield StableFooter() if workarounds.on("stable_footer") else Footer()
 
     def on_mount(self) -> None:
         import os

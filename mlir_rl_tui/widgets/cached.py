@@ -21,6 +21,8 @@ from textual import on, work
 from textual.message import Message
 from textual.widgets import Static
 
+from mlir_rl_tui import workarounds
+
 
 class Cached:
     def __init__(self, renderable: RenderableType) -> None:
@@ -74,6 +76,9 @@ class RenderedStatic(Static):
         """Show what `build()` returns once a worker has rendered it (`build` runs in the worker: it must
         only read plain data). Before the first layout the width is unknown: built and shown right here."""
         self._seq += 1
+        if not workarounds.on("rendered_static"):  # the public way: built and rendered in the frame
+            self.update(build())
+            return
         parent = self.parent
         self._remember_widths()
         if not self._widths[0] or parent is None:

@@ -11,7 +11,7 @@ from textual.containers import VerticalScroll
 from engine import Session
 from engine.config import ARITH_KINDS, OP_TYPES
 from engine.features import blocks, features, split
-from engine.state import OpState, vectorize_choice
+from engine.mask import OpState, vectorize_choice
 from mlir_rl_tui.widgets.cached import RenderedStatic
 
 ARITH_SIGNS = {"add": "+", "sub": "-", "mul": "*", "div": "/", "exp": "exp"}

@@ -27,6 +27,7 @@ from textual.document._wrapped_document import WrappedDocument
 from textual.message import Message
 from textual.widgets import ContentSwitcher, Log, Tab, Tabs, TextArea
 
+from mlir_rl_tui import workarounds
 from mlir_rl_tui.widgets.cached import RenderedStatic
 
 MODES = {
@@ -290,6 +291,15 @@ class IRView(Vertical):
 
     def _show_mlir(self, mode: str, text: str) -> None:
         if self._shown == (mode, text):
+            return
+        if not workarounds.on("prepared_ir"):  # the public way: TextArea parses and highlights in the frame
+            area = self.query_one("#ir-text", MLIRArea)
+            lang = mlir_language() if self._grammar else None
+            if lang is not None and area.language != "mlir":
+                area.register_language("mlir", lang[0], lang[1])
+                area.language = "mlir"
+            area.load_text(cap(text))
+            self._shown = (mode, text)
             return
         cached = self._prepared.get(mode)
         if cached is not None and cached[0] == text:

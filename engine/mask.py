@@ -222,30 +222,29 @@ def _projected_permutations(op: LinalgOp) -> bool:
     return True
 
 
+def tile_size_choice(st: OpState, kind: str, pos: int, s: int) -> Choice:
+    """Whether tile size `s` at loop position `pos` is legal for a `kind` tiling of the op now: the one
+    rule the mask shows and `step` enforces."""
+    if s == 0:
+        return Choice(True)
+    if s < 0:
+        return Choice(False, f"tile size {s} is negative")
+    if pos >= st.n_loops:
+        return Choice(False, f"the op has only {st.n_loops} loops")
+    d = st.loop_at(pos)
+    e = st.extents[d]
+    if kind in ("TP", "TF") and st.op.loops[d].iterator == "reduction":
+        return Choice(False, f"loop {pos} is a reduction: tiling it in parallel races")
+    if s > e:
+        return Choice(False, f"tile {s} > extent {e} of loop {pos}")
+    if e % s:
+        return Choice(False, f"tile {s} does not divide extent {e} of loop {pos}")
+    return Choice(True)
+
+
 def tile_choices(st: OpState, kind: str, limits: Limits = DEFAULT_LIMITS) -> list[list[Choice]]:
     """For each loop position (N of them) and candidate tile size (M), whether it is allowed."""
-    rows: list[list[Choice]] = []
-    for pos in range(limits.n_loops):
-        row: list[Choice] = []
-        for s in limits.tile_sizes:
-            if pos >= st.n_loops:
-                row.append(Choice(s == 0, "" if s == 0 else f"the op has only {st.n_loops} loops"))
-                continue
-            d = st.loop_at(pos)
-            e = st.extents[d]
-            it = st.op.loops[d].iterator
-            if s == 0:
-                row.append(Choice(True))
-            elif kind in ("TP", "TF") and it == "reduction":
-                row.append(Choice(False, f"loop {pos} is a reduction: tiling it in parallel races"))
-            elif s > e:
-                row.append(Choice(False, f"tile {s} > extent {e} of loop {pos}"))
-            elif e % s:
-                row.append(Choice(False, f"tile {s} does not divide extent {e} of loop {pos}"))
-            else:
-                row.append(Choice(True))
-        rows.append(row)
-    return rows
+    return [[tile_size_choice(st, kind, pos, s) for s in limits.tile_sizes] for pos in range(limits.n_loops)]
 
 
 def interchange_choices(st: OpState, pending: list[int], limits: Limits = DEFAULT_LIMITS) -> list[Choice]:
@@ -287,16 +286,8 @@ def step(st: OpState, action: Action, program: Program, limits: Limits = DEFAULT
         if len(sizes) != st.n_loops:
             raise ScheduleError(f"{op.id}: {action} needs {st.n_loops} tile sizes ({op.name} has {st.n_loops} loops)")
         for pos, s in enumerate(sizes):
-            d = st.loop_at(pos)
-            if s < 0:
-                raise ScheduleError(f"{op.id}: {action}: tile size {s} is negative")
-            if s == 0:
-                continue
-            if action.kind in ("TP", "TF") and op.loops[d].iterator == "reduction":
-                raise ScheduleError(f"{op.id}: {action}: loop {pos} is a reduction: tiling it in parallel races")
-            if s > st.extents[d] or st.extents[d] % s:
-                raise ScheduleError(f"{op.id}: {action}: tile size {s} does not divide extent {st.extents[d]} "
-                                    f"of loop {pos}")
+            if not (c := tile_size_choice(st, action.kind, pos, s)).allowed:
+                raise ScheduleError(f"{op.id}: {action}: {c.reason}")
     elif action.kind == "I":
         if sorted(action.params) != list(range(st.n_loops)):
             raise ScheduleError(f"{op.id}: {action} is not a permutation of 0..{st.n_loops - 1}")
@@ -375,7 +366,7 @@ def walk(program: Program, schedule: Schedule, limits: Limits = DEFAULT_LIMITS, 
             states[o.id] = new
 
 
-def replay(program: Program, schedule: Schedule, limits: Limits = DEFAULT_LIMITS,
+def check_schedule(program: Program, schedule: Schedule, limits: Limits = DEFAULT_LIMITS,
            openmp: bool = True) -> dict[str, OpState]:
     """Check a whole schedule against the mask, in traversal order; returns the final op states."""
     states: dict[str, OpState] = {}

@@ -12,11 +12,11 @@ from dataclasses import asdict, dataclass, field, fields
 from engine.cache import Cache, machine_fingerprint
 from engine.compile import parallel_runtime
 from engine.config import DEFAULT_LIMITS, DEFAULT_MEASURE, Limits, MeasureConfig
+from engine.mask import check_schedule
 from engine.pool import Cancelled, WorkerDied, WorkerPool, WorkerTimeout
 from engine.program import Program, TensorSpec, sha256_text
 from engine.roofline import Peaks, measure_peaks, place
 from engine.schedule import Schedule, to_text
-from engine.state import replay
 from engine.transforms import script, uses_parallel
 
 STATUSES = ("ok", "transform-error", "compile-error", "crash", "timeout", "wrong-result", "cancelled")
@@ -159,7 +159,7 @@ class Engine:
         """Apply, compile, run, check and time `schedule` in a worker; never raises for a bad schedule
         that passed `check` (illegal ones raise ScheduleError when check=True)."""
         if check:
-            replay(program, schedule, self.limits, self.openmp)
+            check_schedule(program, schedule, self.limits, self.openmp)
         # NT emits no transform: `op0: T(8,32,1) NT` is measured (and cached) as `op0: T(8,32,1)`, and an
         # all-NT schedule is the baseline itself, not a second noisy measurement of the same code
         full = to_text(schedule)
@@ -259,7 +259,7 @@ class Engine:
         order (engine.profile). Raises EngineError when the schedule does not compile."""
         from engine.errors import EngineError
 
-        states = replay(program, schedule, self.limits, self.openmp)
+        states = check_schedule(program, schedule, self.limits, self.openmp)
         text = to_text(without_nt(schedule))
         body = script(program, without_nt(schedule), self.limits) if text else None
         req = self._request(program, body, bool(text) and uses_parallel(schedule) and self.openmp, mode="per-op")
@@ -281,7 +281,7 @@ class Engine:
         compile-error, crash or timeout (no time, not cached). Many times cheaper than `measure`: the
         mask fuzz (benchmarks/mask_fuzz.py) checks thousands of random schedules with it."""
         if check:
-            replay(program, schedule, self.limits, self.openmp)
+            check_schedule(program, schedule, self.limits, self.openmp)
         sched = without_nt(schedule)
         text = to_text(sched)
         body = script(program, sched, self.limits, check=check) if text else None
