@@ -55,7 +55,7 @@ def imitation_target(engine: Engine, program: Program, schedule: Schedule, measu
         text = to_text(cand)
         if text == cur_text:
             continue
-        m = engine.engine(program, cand)
+        m = engine.measure(program, cand)
         made += 0 if m.cached else 1
         if m.ok and (m.speedup or 0.0) * tolerance >= best:
             per_op, cur_text, cur_sp = cand_ops, text, m.speedup or 0.0

@@ -120,7 +120,7 @@ def collect(model: ActorCritic, programs: list[Program], indices: list[int], eng
         live = [j for j in live if not sessions[j].done]
 
     def measure(j: int) -> None:
-        m = engine.engine(programs[eps[j].program], sessions[j].schedule)
+        m = engine.measure(programs[eps[j].program], sessions[j].schedule)
         e = eps[j]
         e.schedule, e.status, e.cached, e.speedup = m.schedule, m.status, m.cached, m.speedup
         e.reward = m.log_speedup(penalty)

@@ -138,7 +138,7 @@ class ScheduleEnv(gym.Env):
         changed = to_text(new.schedule) != to_text(sess.schedule)
         reward, terminated = 0.0, new.done
         if self.measure_mode != "never" and (terminated or (self.reward_mode == "immediate" and changed)):
-            m = self.measurement = self.engine.engine(self.program, new.schedule)
+            m = self.measurement = self.engine.measure(self.program, new.schedule)
             if not m.ok:
                 reward, terminated = self.penalty, True
             else:

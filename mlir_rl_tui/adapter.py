@@ -71,7 +71,7 @@ class EngineAdapter:
 
     def measure(self, program: Program, schedule: Schedule, on_progress: Progress | None = None,
                 cancel: threading.Event | None = None) -> Measurement:
-        return self.engine.engine(program, schedule, on_progress=on_progress, cancel=cancel)
+        return self.engine.measure(program, schedule, on_progress=on_progress, cancel=cancel)
 
     def transformed_ir(self, program: Program, schedule: Schedule) -> tuple[str, str]:
         return self.engine.transformed_ir(program, schedule)

@@ -93,7 +93,7 @@ def test_fixed_schedule_compiles(engine, name, text):
 def test_nested_fusion_computes_the_right_result(engine):
     """A chain fused three deep, tiled and vectorized inside: run and checked against the baseline."""
     prog = _load("matmul_bias_relu.mlir")
-    m = engine.engine(prog, parse("op0: TF(64,64) T(1,64) V; op1: TF(32,16) V; op2: TF(8,4,0) T(4,4,2) V; op3: V"))
+    m = engine.measure(prog, parse("op0: TF(64,64) T(1,64) V; op1: TF(32,16) V; op2: TF(8,4,0) T(4,4,2) V; op3: V"))
     assert m.status == "ok" and m.validated, m.error
 
 

@@ -17,32 +17,32 @@ def test_baseline_of_every_program_runs_and_validates(engine, path):
 
 
 def test_good_matmul_schedule_is_validated_and_faster(engine, matmul):
-    m = engine.engine(matmul, parse("op0: TF(64,64,0) T(8,32,1) V"))
+    m = engine.measure(matmul, parse("op0: TF(64,64,0) T(8,32,1) V"))
     assert m.status == "ok", m.error
     assert m.validated and m.speedup > 3  # the >= 20x goal is measured in benchmarks/engine_latency.py
 
 
 def test_crash_is_contained_and_next_measurement_works(engine, matmul):
     before = engine.pool.restarts
-    bad = engine.engine(matmul, parse("op0: T(-8,8,8)"), check=False, use_cache=False)
+    bad = engine.measure(matmul, parse("op0: T(-8,8,8)"), check=False, use_cache=False)
     assert bad.status == "crash"
     assert "SIGABRT" in bad.error or "signal" in bad.error
     assert engine.pool.restarts == before + 1
-    ok = engine.engine(matmul, parse("op0: T(8,32,1) V"), use_cache=False)
+    ok = engine.measure(matmul, parse("op0: T(8,32,1) V"), use_cache=False)
     assert ok.status == "ok" and ok.validated
 
 
 def test_illegal_transform_is_transform_error(engine, matmul):
     # a non-dividing tile forced past the mask, then vectorize: MLIR refuses dynamic shapes
-    m = engine.engine(matmul, parse("op0: T(48,48,48) V"), check=False, use_cache=False)
+    m = engine.measure(matmul, parse("op0: T(48,48,48) V"), check=False, use_cache=False)
     assert m.status == "transform-error" and m.error and "\n" not in m.error
 
 
 def test_second_identical_measurement_comes_from_cache(engine, matmul):
     s = parse("op0: T(4,64,2)")
-    first = engine.engine(matmul, s)
+    first = engine.measure(matmul, s)
     evaluated = engine.evaluated
-    second = engine.engine(matmul, s)
+    second = engine.measure(matmul, s)
     assert not first.cached and second.cached
     assert engine.evaluated == evaluated
     assert second.time_ms == first.time_ms and second.status == first.status
@@ -51,7 +51,7 @@ def test_second_identical_measurement_comes_from_cache(engine, matmul):
 def test_wrong_result_is_detected(engine, matmul):
     # TP over the reduction loop (forced past the mask) races with two threads: the spike saw wrong
     # results in 2 of 3 runs, so accept either outcome but never a silent 'ok' with a mismatch.
-    m = engine.engine(matmul, parse("op0: TP(0,0,64)"), check=False, use_cache=False)
+    m = engine.measure(matmul, parse("op0: TP(0,0,64)"), check=False, use_cache=False)
     assert m.status in ("ok", "wrong-result")
     if m.status == "wrong-result":
         assert "differ from the baseline" in m.error
@@ -62,7 +62,7 @@ def test_timeout_kills_a_slow_kernel(engine, matmul, monkeypatch):
 
     cfg = dataclasses.replace(engine.config, timeout_factor=0.01, timeout_floor_s=0.0)
     monkeypatch.setattr(engine, "config", cfg)
-    m = engine.engine(matmul, parse("op0: T(2,2,2)"), use_cache=False)
+    m = engine.measure(matmul, parse("op0: T(2,2,2)"), use_cache=False)
     assert m.status == "timeout" and "limit" in m.error
 
 
@@ -71,9 +71,9 @@ def test_cancel(engine, matmul):
 
     ev = threading.Event()
     ev.set()
-    m = engine.engine(matmul, parse("op0: T(8,8,8)"), cancel=ev, use_cache=False)
+    m = engine.measure(matmul, parse("op0: T(8,8,8)"), cancel=ev, use_cache=False)
     assert m.status == "cancelled"
-    assert engine.engine(matmul, Schedule({})).ok
+    assert engine.measure(matmul, Schedule({})).ok
 
 
 def test_async_runtime_fallback(cache_dir, tmp_path, monkeypatch, matmul):
@@ -101,11 +101,11 @@ def test_no_parallel_runtime_masks_tp(monkeypatch, matmul, tmp_path):
 
 def test_all_nt_schedule_is_the_baseline(engine, matmul):
     base = engine.baseline(matmul)
-    m = engine.engine(matmul, parse("op0: NT; op1: NT"))
+    m = engine.measure(matmul, parse("op0: NT; op1: NT"))
     assert m.status == "ok" and m.speedup == 1.0 and m.time_ms == base.time_ms
     assert m.schedule == "op0: NT; op1: NT"
-    t = engine.engine(matmul, parse("op0: T(8,32,1) V; op1: NT"))
-    u = engine.engine(matmul, parse("op0: T(8,32,1) V"))
+    t = engine.measure(matmul, parse("op0: T(8,32,1) V; op1: NT"))
+    u = engine.measure(matmul, parse("op0: T(8,32,1) V"))
     assert t.schedule == "op0: T(8,32,1) V; op1: NT" and u.cached and u.time_ms == t.time_ms
 
 
@@ -119,7 +119,7 @@ def test_kernels_are_timed_alone_on_the_machine(engine, matmul):
     done: dict[str, float] = {}
 
     def run(name: str, text: str) -> None:
-        m = engine.engine(matmul, parse(text), use_cache=False)
+        m = engine.measure(matmul, parse(text), use_cache=False)
         assert m.ok, m.error
         done[name] = time.monotonic()
 

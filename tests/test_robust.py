@@ -48,13 +48,13 @@ def test_a_run_over_its_limit_is_stopped_at_the_limit(engine):
             started.append(time.monotonic())  # the worker is about to make the schedule's first run
 
     restarts = engine.pool.restarts
-    m = engine.engine(prog, parse("op0: TF(0,1,0)"), use_cache=False, on_progress=progress)
+    m = engine.measure(prog, parse("op0: TF(0,1,0)"), use_cache=False, on_progress=progress)
     stopped = time.monotonic() - started[0]
     assert m.status == "timeout", m
     assert "\n" not in m.error and "limit" in m.error and "stopped after" in m.error
     assert stopped <= limit + 1.0, f"stopped {stopped:.2f} s after the run started; limit {limit:.2f} s"
     assert engine.pool.restarts == restarts + 1  # the stopped worker was replaced ...
-    ok = engine.engine(prog, parse("op0: T(8,32,0)"), use_cache=False)
+    ok = engine.measure(prog, parse("op0: T(8,32,0)"), use_cache=False)
     assert ok.status == "ok", ok.error  # ... and the next request is measured
 
 

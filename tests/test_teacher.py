@@ -32,7 +32,7 @@ def test_recipe_search_on_matmul_beats_the_baseline_within_budget(engine, matmul
 
     sched, speedup, recipes, res = recipe_search(engine, matmul, budget=6)
     assert res.evaluated + res.cache_hits >= 1 and res.evaluated <= 6
-    m = engine.engine(matmul, sched)
+    m = engine.measure(matmul, sched)
     assert m.ok and m.validated
     # matmul is compute bound: the first recipe (parallel outer tiles, register tile, V) is far faster
     assert speedup > 3.0 and m.speedup > 3.0

@@ -48,7 +48,7 @@ def test_replay_reproduces_the_schedule_and_the_speedup(engine, matmul, tmp_path
     path = str(tmp_path / "t.jsonl")
     # serial: a parallel kernel's time swings far more when the other core is busy
     sched = parse("op0: T(4,32,1) V; op1: NT")
-    m = engine.engine(matmul, sched)
+    m = engine.measure(matmul, sched)
     write_schedule(path, matmul, sched, "user", m)
     r = cli("replay", path, "--json", "--runs", "3")
     assert r.returncode == 0, r.stderr

@@ -102,7 +102,7 @@ class Evaluator:
             return self.memo[text]
         if self.exhausted:
             raise BudgetExhausted()
-        m = self.engine.engine(self.program, schedule, cancel=self.cancel)
+        m = self.engine.measure(self.program, schedule, cancel=self.cancel)
         if m.status == "cancelled":
             raise BudgetExhausted()
         self.memo[text] = m
