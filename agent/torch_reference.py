@@ -94,14 +94,54 @@ def time_reference(prog: Program, threads: int) -> dict | None:
     return {"time_ms": t, "time_ci_ms": [lo, hi], "runs": timed.candidate.runs}
 
 
-def run_in_subprocess(path: str, threads: int, timeout: float = 300.0) -> dict | None:
-    """`time_reference` in a fresh process pinned like the engine's workers (one thread per core)."""
+def time_module(spec: str, inputs: list[str], threads: int, compiled: bool = False) -> dict:
+    """`time_reference` of a whole nn.Module (`FILE.py:NAME`, as `import` takes it) on the engine's seeded
+    inputs of the given shapes, eager; with `compiled`, also under `torch.compile` (compiled and warmed up
+    before it is timed): {"time_ms", "time_ci_ms", "runs"[, "compiled_ms", "compiled_ci_ms"]}."""
+    import torch
+
+    from agent.torch_import import load_module, parse_input
+    from engine.compile import random_inputs
+    from engine.program import TensorSpec
+    from engine.timing import TimingConfig, time_kernel
+
+    torch.set_num_threads(threads)
+    model = load_module(spec)
+    xs = [torch.from_numpy(a) for a in random_inputs([TensorSpec(*parse_input(t)) for t in inputs], 0)]
+
+    def timed(fn, warm: int) -> tuple[float, float, float, int]:
+        def call() -> float:
+            t0 = time.perf_counter_ns()
+            fn(*xs)
+            return (time.perf_counter_ns() - t0) / 1e6
+
+        for _ in range(warm):  # torch.compile: the first calls compile
+            first = call()
+        res = time_kernel(call, first, TimingConfig())
+        return (*res.candidate.estimate(), res.candidate.runs)
+
+    with torch.no_grad():
+        t, lo, hi, runs = timed(model, 1)
+        out = {"time_ms": t, "time_ci_ms": [lo, hi], "runs": runs}
+        if compiled:
+            t, lo, hi, _ = timed(torch.compile(model), 3)
+            out.update(compiled_ms=t, compiled_ci_ms=[lo, hi])
+    return out
+
+
+def run_in_subprocess(path: str, threads: int, timeout: float = 300.0, module: tuple[str, list[str]] | None = None,
+                      compiled: bool = False) -> dict | None:
+    """`time_reference` (or, with `module=(FILE.py:NAME, input shapes)`, `time_module`) in a fresh process
+    pinned like the engine's workers (one thread per core)."""
     import subprocess
 
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env = dict(os.environ, OMP_PROC_BIND="close", OMP_PLACES="cores", OPENBLAS_NUM_THREADS="1",
                PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    out = subprocess.run([sys.executable, "-m", "agent.torch_reference", path, "--threads", str(threads)],
+    extra = []
+    if module is not None:
+        extra = ["--module", module[0], *[f"--input={t}" for t in module[1]]] + (["--compile"] if compiled else [])
+    out = subprocess.run([sys.executable, "-m", "agent.torch_reference", path, "--threads", str(threads), *extra],
                          capture_output=True, text=True, timeout=timeout, env=env)
     if out.returncode != 0 or not out.stdout.strip():
         return None
@@ -112,10 +152,16 @@ def run_in_subprocess(path: str, threads: int, timeout: float = 300.0) -> dict |
 def main() -> int:
     from engine.program import load_file
 
-    ap = argparse.ArgumentParser(description="time PyTorch eager on a one-op program")
+    ap = argparse.ArgumentParser(description="time PyTorch eager on a one-op program (or a whole module)")
     ap.add_argument("file")
     ap.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)))
+    ap.add_argument("--module", help="FILE.py:NAME: time this nn.Module instead (FILE is then unused)")
+    ap.add_argument("--input", action="append", default=[], help="the module's input shapes, as `import` takes them")
+    ap.add_argument("--compile", action="store_true", help="the module under torch.compile too")
     args = ap.parse_args()
+    if args.module:
+        print(json.dumps(time_module(args.module, args.input, args.threads, args.compile)))
+        return 0
     print(json.dumps(time_reference(load_file(args.file), args.threads) or {}))
     return 0
 

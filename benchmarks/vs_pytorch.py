@@ -10,6 +10,12 @@ For each single-op sample (and, with --dataset, each one-op program of a data se
    % of the machine's roofline (FMA peak or bandwidth, engine.roofline). Geomean over the programs.
 
     .venv/bin/python benchmarks/vs_pytorch.py [--budget 100] [--rounds 5] [--threads 2] [--dataset DIR]
+    .venv/bin/python benchmarks/vs_pytorch.py --blocks [--only MLP,Attention] [--no-compile]
+
+With --blocks, the programs are the model blocks of tests/data/torch/blocks.py, imported fresh with
+`mlir-rl-tui import` (torch-mlir; PyTorch's output beside each, and every measurement is validated against
+it), and PyTorch runs the nn.Module itself: eager in every round, and under `torch.compile` in the same
+process (compiled and warmed up before it is timed).
 
 Run it on an otherwise idle machine (it takes ~15 minutes with the default budget).
 """
@@ -67,8 +73,12 @@ def main() -> int:
     ap.add_argument("--dataset", help="also the one-op programs of this data set's eval split")
     ap.add_argument("--schedule", action="append", default=[], metavar="NAME=SCHEDULE",
                     help="skip the search for this sample and use this schedule")
+    ap.add_argument("--blocks", action="store_true", help="the model blocks of tests/data/torch/blocks.py instead")
+    ap.add_argument("--no-compile", action="store_true", help="--blocks: skip torch.compile")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
+    if args.blocks:
+        return blocks(args)
 
     def log(msg: str) -> None:
         print(msg, file=sys.stderr, flush=True)
@@ -139,6 +149,96 @@ def main() -> int:
     if peaks:
         print(f"machine: FMA peak {peaks.fma_gflops_1:.0f} GFLOP/s on one core, {peaks.fma_gflops_all:.0f} on "
               f"{peaks.cores}")
+    return 0
+
+
+BLOCKS_FILE = os.path.join(ROOT, "tests", "data", "torch", "blocks.py")
+BLOCK_GOALS = {"geomean": 1.0, "each": 0.5, "ResNetBlock": 0.8, "Attention": 0.8}
+
+
+def blocks(args) -> int:
+    """The model blocks: imported, searched, then product / eager / torch.compile in interleaved rounds."""
+    import importlib.util
+    import tempfile
+
+    from agent.torch_import import import_module
+
+    def log(msg: str) -> None:
+        print(msg, file=sys.stderr, flush=True)
+
+    spec = importlib.util.spec_from_file_location("_blocks_inputs", BLOCKS_FILE)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)  # type: ignore[union-attr]
+    names = args.only.split(",") if args.only else list(mod.INPUTS)
+    given = dict(s.split("=", 1) for s in args.schedule)
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="vs-pytorch-blocks-") as tmp, Engine(config=MeasureConfig()) as eng:
+        for name in names:
+            shape = mod.INPUTS[name]
+            path = os.path.join(tmp, f"{name}.mlir")
+            import_module(f"{BLOCKS_FILE}:{name}", [shape], path)
+            prog = load_file(path)
+            base = eng.measure(prog, Schedule({}), use_cache=False)
+            if not base.ok:
+                log(f"{name}: the untransformed program fails: {base.status} {base.error}")
+                continue
+            log(f"{name}: {len(prog.ops)} ops, baseline {base.time_ms:.3f} ms (validated against PyTorch); "
+                f"searching (hill @{args.budget}) ...")
+            if name in given:
+                from engine import parse
+
+                sched, info = parse(given[name]), {"source": "given"}
+            else:
+                sched, info = best_schedule(eng, prog, args.budget, args.seed, log)
+            ours, eager, compiled = [], [], []
+            for i in range(args.rounds):
+                m = eng.measure(prog, sched, use_cache=False)
+                t = run_in_subprocess(path, args.threads, timeout=900, module=(f"{BLOCKS_FILE}:{name}", [shape]),
+                                      compiled=not args.no_compile and i == 0)
+                if not m.ok or t is None:
+                    log(f"  round {i}: product {m.status} {m.error}; torch {t}")
+                    break
+                ours.append(m.time_ms)
+                eager.append(t["time_ms"])
+                if "compiled_ms" in t:
+                    compiled.append(t["compiled_ms"])
+                log(f"  round {i}: product {m.time_ms:.4f} ms, eager {t['time_ms']:.4f} ms"
+                    + (f", torch.compile {t['compiled_ms']:.4f} ms" if "compiled_ms" in t else "")
+                    + f", ratio {t['time_ms'] / m.time_ms:.2f}")
+            if not ours:
+                continue
+            ratios = [e / o for e, o in zip(eager, ours, strict=True)]
+            rows.append({"block": name, "input": shape, "ops": len(prog.ops), "schedule": str(sched), **info,
+                         "baseline_ms": base.time_ms, "product_ms": statistics.median(ours),
+                         "eager_ms": statistics.median(eager), "ratio": statistics.median(ratios),
+                         "ratio_min": min(ratios), "ratio_max": max(ratios),
+                         "compiled_ms": compiled[0] if compiled else None,
+                         "ratio_compiled": compiled[0] / statistics.median(ours) if compiled else None,
+                         "untransformed_ratio": statistics.median(eager) / base.time_ms})
+    if not rows:
+        log("nothing measured")
+        return 1
+    g = gmean([r["ratio"] for r in rows])
+    gc = gmean([r["ratio_compiled"] for r in rows if r["ratio_compiled"]])
+    out = {"threads": args.threads, "budget": args.budget, "rounds": args.rounds, "rows": rows,
+           "geomean_eager": g, "geomean_compiled": gc, "geomean_untransformed": gmean([r["untransformed_ratio"] for r in rows])}
+    if args.json:
+        print(json.dumps(out))
+        return 0
+    print(f"\nModel blocks: PyTorch vs the product's best ({args.threads} threads, hill @{args.budget} or the "
+          f"policy; {args.rounds} interleaved rounds against eager, torch.compile timed once; ratio = PyTorch "
+          f"time / product time, >1: the product is faster; every product figure validated against PyTorch)\n")
+    print("| block | input | ops | product's schedule | untransformed / eager | product ms | eager ms | "
+          "vs eager (min..max) | torch.compile ms | vs compile |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        comp = f"{r['compiled_ms']:.3f} | {r['ratio_compiled']:.2f}x" if r["compiled_ms"] else "- | -"
+        print(f"| {r['block']} | {r['input']} | {r['ops']} | `{r['schedule']}` | {r['untransformed_ratio']:.2f}x | "
+              f"{r['product_ms']:.3f} | {r['eager_ms']:.3f} | {r['ratio']:.2f}x ({r['ratio_min']:.2f}..{r['ratio_max']:.2f}) | "
+              f"{comp} |")
+    print(f"\ngeomean vs eager {g:.2f}x (goal >= {BLOCK_GOALS['geomean']:.1f}x, no block below "
+          f"{BLOCK_GOALS['each']:.1f}x)" + (f"; vs torch.compile {gc:.2f}x" if gc else "")
+          + f"; untransformed vs eager {out['geomean_untransformed']:.2f}x")
     return 0
 
 

@@ -1,0 +1,102 @@
+"""Does a kernel built with `mlir-rl-tui build` run, called from Python, as fast as `apply` reports?
+
+For each schedule of the matmul sample (serial and parallel): `engine.native.build_library` writes the
+shared library, `mlir_rl_tui.runtime.load` loads it in this process, and then --rounds interleaved rounds
+A B A B: A, the engine measures the schedule fresh (no cache, its workers, its timing protocol: what
+`apply` reports); B, this process calls the library from Python (`kernel(a, b)`, numpy arrays in, a numpy
+array out: what a user's program pays, allocation of the result and the call's Python overhead included),
+timed with the same protocol (engine.timing). Reports per schedule the ratio B / A per round (median and
+min..max; goal <= 1.10) and checks the library's result against numpy.
+
+    .venv/bin/python benchmarks/build_call.py [--rounds 5] [--json]
+
+Run on an otherwise idle machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+import numpy as np  # noqa: E402
+
+from engine import Engine, load_file, parse  # noqa: E402
+from engine.cache import Cache  # noqa: E402
+from engine.native import build_library  # noqa: E402
+from engine.timing import TimingConfig, time_kernel  # noqa: E402
+
+SCHEDULES = [
+    ("serial", "op0: T(8,32,1) V; op1: NT"),
+    ("parallel", "op0: TP(32,32,0) T(8,32,1) V; op1: NT"),
+]
+GOAL = 1.10
+
+
+def time_library(kernel, args: list[np.ndarray]) -> float:
+    """The median ms of `kernel(*args)` from Python, by the engine's timing protocol."""
+
+    def call() -> float:
+        t0 = time.perf_counter()
+        kernel(*args)
+        return (time.perf_counter() - t0) * 1e3
+
+    first = call()
+    return time_kernel(call, first, TimingConfig()).candidate.median()
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--json", action="store_true")
+    a = ap.parse_args()
+    from mlir_rl_tui import runtime
+
+    prog = load_file(os.path.join(ROOT, "samples", "matmul.mlir"))
+    rng = np.random.default_rng(0)
+    args = [rng.standard_normal(x.shape).astype(np.float32) for x in prog.args]
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        cache = Cache(os.path.join(tmp, "measurements.sqlite"))
+        with Engine(cache=cache, reuse=False) as eng:
+            for kind, text in SCHEDULES:
+                sched = parse(text)
+                lib = os.path.join(tmp, f"{kind}.so")
+                build_library(eng, prog, sched, lib)
+                kernel = runtime.load(lib)
+                ok = bool(np.allclose(kernel(*args), args[0] @ args[1], rtol=1e-4, atol=1e-3))
+                applied, called = [], []
+                for _ in range(a.rounds):
+                    m = eng.measure(prog, sched)
+                    if m.status != "ok":
+                        print(f"{text}: {m.status} {m.error}", file=sys.stderr)
+                        return 2
+                    applied.append(m.time_ms)
+                    called.append(time_library(kernel, args))
+                ratios = [c / p for c, p in zip(called, applied, strict=True)]
+                rows.append({"schedule": text, "runtime": kernel.meta["runtime"], "matches_numpy": ok,
+                             "apply_ms": round(statistics.median(applied), 4),
+                             "library_ms": round(statistics.median(called), 4),
+                             "ratio": round(statistics.median(ratios), 3),
+                             "ratio_min": round(min(ratios), 3), "ratio_max": round(max(ratios), 3)})
+    if a.json:
+        print(json.dumps(rows, indent=1))
+    else:
+        print(f"{'schedule':<42} {'runtime':<8} {'apply ms':>9} {'library ms':>10} {'library/apply':>22} numpy")
+        for r in rows:
+            print(f"{r['schedule']:<42} {r['runtime']:<8} {r['apply_ms']:>9.4f} {r['library_ms']:>10.4f} "
+                  f"{r['ratio']:>8.3f} ({r['ratio_min']:.3f}..{r['ratio_max']:.3f}) "
+                  f"{'ok' if r['matches_numpy'] else 'WRONG'}")
+        print(f"goal: library / apply <= {GOAL:.2f} (median over {a.rounds} interleaved rounds)")
+    return 0 if all(r["ratio"] <= GOAL and r["matches_numpy"] for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
