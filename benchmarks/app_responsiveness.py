@@ -303,6 +303,8 @@ def main() -> int:
     a = p.parse_args()
     sys.path.insert(0, ROOT)
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    if a.off:
+        os.environ["MLIR_RL_TUI_OFF"] = ",".join(a.off)  # the children inherit it
     if a.child:
         child(a.child, a)
         return 0
