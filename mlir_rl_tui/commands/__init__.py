@@ -35,6 +35,7 @@ class Command(NamedTuple):
 
 
 COMMANDS: dict[str, Command] = {
+    "samples": Command("samples", "the sample programs that ship with the product: list, print or copy them"),
     "inspect": Command("inspect", "a program's ops, loops, producers/consumers, features and action mask"),
     "apply": Command("apply", "apply a schedule, measure it, report the speedup"),
     "search": Command("search", "search for a fast schedule with a budget of measurements"),
@@ -97,6 +98,19 @@ def _define(p: argparse.ArgumentParser, cmd: Command) -> argparse.ArgumentParser
     return p
 
 
+class _Version(argparse.Action):
+    """`--version`: the installed version, looked up only when asked (importlib.metadata)."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help=None):
+        super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        from mlir_rl_tui import version
+
+        print(f"mlir-rl-tui {version()}")
+        parser.exit()
+
+
 def app_parser() -> argparse.ArgumentParser:
     return _define(argparse.ArgumentParser(prog="mlir-rl-tui", formatter_class=_Paragraphs), APP)
 
@@ -107,6 +121,7 @@ def build_parser(name: str | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="mlir-rl-tui", usage=f"{usage}\n       mlir-rl-tui COMMAND [-h] ...", description=DESCRIPTION,
         epilog=EPILOG, formatter_class=_Paragraphs)
+    parser.add_argument("--version", action=_Version, help="print the version and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands")
     for n, cmd in COMMANDS.items():
         p = sub.add_parser(n, prog=f"mlir-rl-tui {n}", help=cmd.help, description=_description(cmd, None),
@@ -117,7 +132,7 @@ def build_parser(name: str | None = None) -> argparse.ArgumentParser:
 
 
 def _user_error(e: BaseException) -> bool:
-    errors = sys.modules.get("engine.errors")  # not imported: the error cannot be one of the engine's
+    errors = sys.modules.get("mlir_rl_tui.engine.errors")  # not imported: the error cannot be one of the engine's
     return isinstance(e, CliError) or (errors is not None and isinstance(e, errors.EngineError))
 
 
