@@ -123,3 +123,18 @@ def test_installed_next_to_a_users_engine_and_agent(wheel, tmp_path, cache_dir):
                        text=True, env=env, cwd=elsewhere, timeout=120)
     assert r.returncode == 0, r.stderr
     assert pathlib.Path(json.loads(r.stdout)["program"]) == site / "mlir_rl_tui" / "sample_programs" / "matmul.mlir"
+
+
+def test_the_openmp_runtime_of_the_extra_is_found(monkeypatch):
+    """[openmp] (in [agent]) installs intel-openmp, whose libiomp5.so pip puts in the environment's lib/."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        version("intel-openmp")
+    except PackageNotFoundError:
+        pytest.skip("intel-openmp is not installed (the [openmp] extra)")
+    from mlir_rl_tui.engine.compile import parallel_runtime
+
+    monkeypatch.delenv("MLIR_RL_PARALLEL", raising=False)
+    monkeypatch.delenv("MLIR_RL_OPENMP", raising=False)
+    assert parallel_runtime() == ("openmp", os.path.join(sys.prefix, "lib", "libiomp5.so"))

@@ -9,7 +9,7 @@ command's own `--help` starts with it. A command module has
 
 So `mlir-rl-tui --help` imports neither MLIR, torch nor Textual (check with `python -X importtime -m
 mlir_rl_tui --help`). Without a command, `mlir-rl-tui FILE` opens the app (`open.py`). Errors a user can
-cause (`engine.EngineError`, `CliError`) are one line on stderr and exit status 2; `--json` prints one
+cause (`mlir_rl_tui.engine.EngineError`, `CliError`) are one line on stderr and exit status 2; `--json` prints one
 JSON object on stdout.
 """
 
@@ -55,7 +55,8 @@ COMMANDS: dict[str, Command] = {
 #: `mlir-rl-tui FILE`: the first argument is not a command.
 APP = Command("open", "open the schedule explorer on FILE")
 
-DESCRIPTION = "Schedule explorer for MLIR linalg code. `mlir-rl-tui FILE` opens the app."
+DESCRIPTION = ("Schedule explorer for MLIR linalg code. `mlir-rl-tui FILE` opens the app; FILE is a .mlir file or "
+               "the name of a shipped sample (`mlir-rl-tui samples` lists them).")
 EPILOG = ("`mlir-rl-tui COMMAND --help` describes a command. Environment: MLIR_RL_TUI_CACHE=DIR, the folder of "
           "the measurement cache (default: the user cache folder, ~/.cache/mlir-rl-tui); MLIR_RL_TUI_DEBUG=1, "
           "a traceback instead of the one-line internal error.")
