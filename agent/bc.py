@@ -7,7 +7,7 @@ observation and masks are the ones the policy sees. An op whose recorded actions
 gets an NT, which leaves the schedule unchanged. When the episode's last measurement succeeded, the value
 head is trained towards its log speedup too (actor-critic pre-training).
 
-    python -m agent.bc TRACE.jsonl ... --out bc.pt [--init policy.pt] [--epochs 100]
+    python -m mlir_rl_tui.agent.bc TRACE.jsonl ... --out bc.pt [--init policy.pt] [--epochs 100]
 """
 
 from __future__ import annotations
@@ -21,12 +21,12 @@ import numpy as np
 import torch
 from torch import optim
 
-from agent.policy import ActorCritic, distribution, evaluate_actions, load, masks_for, save, stack_masks
-from engine import EngineError, Program, load_file
-from engine import load as load_program
-from engine.actions import apply_vector, to_vectors
-from engine.schedule import Schedule
-from engine.trace import TraceEpisode, read_trace, schedule_steps
+from mlir_rl_tui.agent.policy import ActorCritic, distribution, evaluate_actions, load, masks_for, save, stack_masks
+from mlir_rl_tui.engine import EngineError, Program, load_file
+from mlir_rl_tui.engine import load as load_program
+from mlir_rl_tui.engine.actions import apply_vector, to_vectors
+from mlir_rl_tui.engine.schedule import Schedule
+from mlir_rl_tui.engine.trace import TraceEpisode, read_trace, schedule_steps
 
 
 @dataclass
@@ -126,7 +126,7 @@ def main(argv: list[str] | None = None) -> str:
     p.add_argument("--lr", type=float, default=1e-3)
     p.add_argument("--seed", type=int, default=0)
     a = p.parse_args(argv)
-    from agent.data import load_programs
+    from mlir_rl_tui.agent.data import load_programs
 
     progs = load_programs(a.programs) if a.programs else []
     ex = [e for t in a.traces for e in examples_from_trace(t, progs)]

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from engine.errors import EngineError
+from mlir_rl_tui.engine.errors import EngineError
 
 FORMAT = "mlir-rl-tui checkpoint"
 VERSION = 2

@@ -5,8 +5,9 @@ from __future__ import annotations
 import glob
 import os
 
-from engine import EngineError, Program, load_file
-from engine.dataset import read_manifest
+from mlir_rl_tui import samples
+from mlir_rl_tui.engine import EngineError, Program, load_file
+from mlir_rl_tui.engine.dataset import read_manifest
 
 
 def program_paths(spec: str | list[str], split: str | None = None) -> list[str]:
@@ -14,10 +15,11 @@ def program_paths(spec: str | list[str], split: str | None = None) -> list[str]:
     with `split`, the programs of that split and those without one) or files.
 
     A folder holding a manifest.json is read through the manifest, so `split` applies to it.
+    A name that is no file is a shipped sample's (mlir_rl_tui.samples.program).
     """
     specs = [spec] if isinstance(spec, str) else list(spec)
     out: list[str] = []
-    for s in specs:
+    for s in map(samples.program, specs):  # a shipped sample's name, or `samples` for all of them, works anywhere
         if os.path.isdir(s) and os.path.exists(os.path.join(s, "manifest.json")):
             s = os.path.join(s, "manifest.json")
         if os.path.isdir(s):

@@ -19,7 +19,7 @@ import os
 import statistics
 from collections.abc import Callable
 
-from engine import Engine, Session, load_file
+from mlir_rl_tui.engine import Engine, Session, load_file
 
 
 def gmean(xs: list[float | None]) -> float | None:
@@ -30,8 +30,8 @@ def gmean(xs: list[float | None]) -> float | None:
 def evaluate_program(eng: Engine, policy, path: str, budget: int | None, seed: int = 0, rounds: int = 3,
                      torch: bool = True) -> dict:
     """One row of the evaluation table (see the module docstring); `budget=None` skips the search."""
-    from agent.suggest import to_measure
-    from engine.search import search
+    from mlir_rl_tui.agent.suggest import to_measure
+    from mlir_rl_tui.engine.search import search
 
     prog = load_file(path)
     sess = policy.schedule(Session(prog, openmp=eng.openmp))
@@ -54,7 +54,7 @@ def evaluate_program(eng: Engine, policy, path: str, budget: int | None, seed: i
     base = [m.baseline_ms for ms in measured.values() for m in ms if m.baseline_ms]
     row["baseline_ms"] = statistics.median(base) if base else None
     if torch:
-        from agent.torch_reference import run_in_subprocess
+        from mlir_rl_tui.agent.torch_reference import run_in_subprocess
 
         t = run_in_subprocess(path, len(os.sched_getaffinity(0)))
         row["torch_ms"] = t["time_ms"] if t else None
@@ -78,7 +78,7 @@ def summarize(rows: list[dict]) -> dict:
 def evaluate(eng: Engine, policy, paths: list[str], budget: int | None, seed: int = 0, rounds: int = 3,
              torch: bool = True, on_row: Callable[[int, int, dict], None] | None = None) -> tuple[list[dict], dict]:
     """Every program in turn (never two at once: their timings would share the cores)."""
-    from agent.suggest import set_inference_threads
+    from mlir_rl_tui.agent.suggest import set_inference_threads
 
     set_inference_threads(1)
     rows = []

@@ -6,9 +6,9 @@ The search itself is `engine.search` (hill climbing and the others); its results
 
 from __future__ import annotations
 
-from engine import Engine, Program, Schedule, Session, to_text
-from engine.errors import ScheduleError
-from engine.schedule import Action
+from mlir_rl_tui.engine import Engine, Program, Schedule, Session, to_text
+from mlir_rl_tui.engine.errors import ScheduleError
+from mlir_rl_tui.engine.schedule import Action
 
 
 def legal_schedule(program: Program, per_op: dict[str, list[Action]], openmp: bool = True) -> Schedule:

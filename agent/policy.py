@@ -25,11 +25,11 @@ import numpy as np
 import torch
 from torch import nn
 
-from agent import checkpoint as ck
-from engine.actions import enumerated_candidates, head_masks
-from engine.config import DEFAULT_LIMITS, TRANSFORMATIONS, Limits
-from engine.features import blocks, feature_size
-from engine.schedule import TILED
+from mlir_rl_tui.agent import checkpoint as ck
+from mlir_rl_tui.engine.actions import enumerated_candidates, head_masks
+from mlir_rl_tui.engine.config import DEFAULT_LIMITS, TRANSFORMATIONS, Limits
+from mlir_rl_tui.engine.features import blocks, feature_size
+from mlir_rl_tui.engine.schedule import TILED
 
 NEG = -1e8  # masked logit
 KIND = {k: i for i, k in enumerate(TRANSFORMATIONS)}

@@ -24,9 +24,9 @@ import numpy as np
 import torch
 from torch import nn, optim
 
-from agent import checkpoint as ck
-from agent.evaluate import gmean
-from agent.policy import (
+from mlir_rl_tui.agent import checkpoint as ck
+from mlir_rl_tui.agent.evaluate import gmean
+from mlir_rl_tui.agent.policy import (
     ActorCritic,
     act,
     config_json,
@@ -37,9 +37,9 @@ from agent.policy import (
     model_from_config,
     save,
 )
-from engine import Engine, Program, Session
-from engine import load as load_program
-from engine.actions import apply_vector
+from mlir_rl_tui.engine import Engine, Program, Session
+from mlir_rl_tui.engine import load as load_program
+from mlir_rl_tui.engine.actions import apply_vector
 
 
 @dataclass
@@ -133,8 +133,8 @@ def collect(model: ActorCritic, programs: list[Program], indices: list[int], eng
 def _collect_remote(state_dict: dict, limits: dict, policy: dict, texts: list[str], indices: list[int],
                     seed: int, penalty: float, runs: int) -> tuple[list[Rollout], int, int]:
     """Body of a Ray task: rebuild the policy and an Engine in the worker, then the same `collect`."""
-    from agent.policy import PolicyConfig
-    from engine.config import Limits, MeasureConfig
+    from mlir_rl_tui.agent.policy import PolicyConfig
+    from mlir_rl_tui.engine.config import Limits, MeasureConfig
 
     torch.set_num_threads(1)
     lim = Limits(**{k: tuple(v) if isinstance(v, list) else v for k, v in limits.items()})
@@ -291,7 +291,7 @@ def train(args: Args, on_iteration: Callable[[dict], None] | None = None,
           on_progress: Callable[[str], None] | None = None) -> str:
     """Train; returns the path of the final policy checkpoint (OUT/policy.pt). `on_iteration` gets each
     iteration's CSV row, `on_progress` a line saying what the iteration is doing (a progress line)."""
-    from agent.data import load_programs
+    from mlir_rl_tui.agent.data import load_programs
 
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
@@ -319,12 +319,11 @@ def train(args: Args, on_iteration: Callable[[dict], None] | None = None,
         import ray
 
         ray.init(address=None if args.ray_address == "local" else args.ray_address, ignore_reinit_error=True,
-                 runtime_env={"env_vars": {"PYTHONPATH": os.path.dirname(os.path.dirname(__file__))}},
                  num_cpus=args.ray_tasks if args.ray_address == "local" else None, log_to_driver=False)
         remote = ray.remote(_collect_remote)
         texts = [p.text for p in programs]
     else:
-        from engine.config import MeasureConfig
+        from mlir_rl_tui.engine.config import MeasureConfig
 
         engine = Engine(model.limits, MeasureConfig(runs=args.runs))
     new = not os.path.exists(csv_path)

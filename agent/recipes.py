@@ -42,7 +42,8 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import MISSING, dataclass, field, fields
 
-from agent.evaluate import gmean
+from mlir_rl_tui import samples
+from mlir_rl_tui.agent.evaluate import gmean
 
 CHECKPOINTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "checkpoints")
 RECIPES = ("default",)
@@ -113,8 +114,8 @@ class DefaultRecipe:
 
 def training_programs(r: DefaultRecipe, eng, log: Callable[[str], None]) -> tuple[list, dict]:
     """(programs, description): the main data set's train split plus the extra draws, minus eval look-alikes."""
-    from engine import load_file
-    from engine.dataset import generate, read_manifest
+    from mlir_rl_tui.engine import load_file
+    from mlir_rl_tui.engine.dataset import generate, read_manifest
 
     main_dir = r.programs or os.path.join(r.out, "dataset")
     if not os.path.exists(os.path.join(main_dir, "manifest.json")):
@@ -123,7 +124,7 @@ def training_programs(r: DefaultRecipe, eng, log: Callable[[str], None]) -> tupl
     man = read_manifest(main_dir)
     train = [e["abspath"] for e in man["programs"] if e.get("split") == "train"]
     banned = {e["sha256"] for e in man["programs"] if e.get("split") != "train"}
-    for spec in r.exclude:
+    for spec in map(samples.program, r.exclude):  # `samples`: the shipped ones, also outside a checkout
         files = sorted(glob.glob(os.path.join(spec, "*.mlir"))) if os.path.isdir(spec) else [spec]
         banned |= {load_file(f).sha256 for f in files}
     extra: list[str] = []
@@ -154,15 +155,15 @@ def train_default(r: DefaultRecipe, log: Callable[[str], None] = print,
     `log` gets the run's log lines (elapsed time first), `on_progress` the state of a long PPO iteration."""
     import torch
 
-    from agent import bc, expert, ppo
-    from agent.policy import ActorCritic, save
-    from agent.suggest import load_policy, to_measure
-    from agent.teacher import recipe_search
-    from engine import Engine, Schedule, Session, to_text
-    from engine.config import MeasureConfig
-    from engine.errors import EngineError
-    from engine.search import search
-    from engine.trace import write_schedule
+    from mlir_rl_tui.agent import bc, expert, ppo
+    from mlir_rl_tui.agent.policy import ActorCritic, save
+    from mlir_rl_tui.agent.suggest import load_policy, to_measure
+    from mlir_rl_tui.agent.teacher import recipe_search
+    from mlir_rl_tui.engine import Engine, Schedule, Session, to_text
+    from mlir_rl_tui.engine.config import MeasureConfig
+    from mlir_rl_tui.engine.errors import EngineError
+    from mlir_rl_tui.engine.search import search
+    from mlir_rl_tui.engine.trace import write_schedule
 
     if r.teacher not in TEACHERS:
         raise EngineError(f"--teacher is recipe or hill, not {r.teacher}")

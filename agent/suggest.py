@@ -14,11 +14,11 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from agent.policy import KIND, ActorCritic, distribution, load, masks_for, stack_masks
-from engine.actions import to_action
-from engine.config import TRANSFORMATIONS
-from engine.errors import EngineError, ScheduleError
-from engine.schedule import TILED, Action, Schedule
+from mlir_rl_tui.agent.policy import KIND, ActorCritic, distribution, load, masks_for, stack_masks
+from mlir_rl_tui.engine.actions import to_action
+from mlir_rl_tui.engine.config import TRANSFORMATIONS
+from mlir_rl_tui.engine.errors import EngineError, ScheduleError
+from mlir_rl_tui.engine.schedule import TILED, Action, Schedule
 
 DEFAULT_CHECKPOINT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "checkpoints", "default.pt")
 

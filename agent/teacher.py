@@ -23,11 +23,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from engine import Engine, Program
-from engine.mask import transformation_reasons
-from engine.schedule import Action, Schedule
-from engine.search.base import BudgetExhausted, Evaluator, SearchResult, fit_sizes, try_apply, tunable
-from engine.session import Session
+from mlir_rl_tui.engine import Engine, Program
+from mlir_rl_tui.engine.mask import transformation_reasons
+from mlir_rl_tui.engine.schedule import Action, Schedule
+from mlir_rl_tui.engine.search.base import BudgetExhausted, Evaluator, SearchResult, fit_sizes, try_apply, tunable
+from mlir_rl_tui.engine.session import Session
 
 OUTER = (8, 16, 32, 64)
 LANES = (8, 16, 32, 64)

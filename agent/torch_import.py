@@ -20,7 +20,7 @@ import warnings
 
 import numpy as np
 
-from engine.errors import EngineError
+from mlir_rl_tui.engine.errors import EngineError
 
 _DTYPES = {"f32": "float32", "f64": "float64", "f16": "float16", "i64": "int64", "i32": "int32"}
 
@@ -78,8 +78,8 @@ def import_module(spec: str, inputs: list[str], out: str, seed: int = 0) -> dict
     except ImportError:
         raise EngineError("importing from PyTorch needs torch-mlir: pip install 'mlir-rl-tui[import]' "
                           "(or: pip install torch-mlir==20261001)") from None
-    from engine.compile import random_inputs
-    from engine.program import TensorSpec
+    from mlir_rl_tui.engine.compile import random_inputs
+    from mlir_rl_tui.engine.program import TensorSpec
 
     shapes = [parse_input(t) for t in inputs]
     if not shapes:

@@ -161,9 +161,9 @@ async def cycle_views(pilot, mon: Monitor, phase: str, pause: float) -> None:
 
 
 async def run_sample(name: str, mon: Monitor, pause: float, timeout: float) -> dict:
-    from engine import load_file
     from mlir_rl_tui.adapter import EngineAdapter
     from mlir_rl_tui.app import make_app
+    from mlir_rl_tui.engine import load_file
     from mlir_rl_tui.widgets.action_bar import ActionBar
 
     prog = load_file(os.path.join(ROOT, "samples", f"{name}.mlir"))
@@ -301,7 +301,6 @@ def main() -> int:
     p.add_argument("--json", action="store_true")
     p.add_argument("--child", help=argparse.SUPPRESS)
     a = p.parse_args()
-    sys.path.insert(0, ROOT)
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     if a.off:
         os.environ["MLIR_RL_TUI_OFF"] = ",".join(a.off)  # the children inherit it

@@ -20,13 +20,12 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def child(path: str, t0: float) -> None:
-    sys.path.insert(0, ROOT)
     # what `mlir-rl-tui FILE` does (mlir_rl_tui.commands.open: load, then run_app), headless and ending at the first paint
     from mlir_rl_tui.idle_gc import pause_for_startup
 
     pause_for_startup()
-    from engine import load_file
     from mlir_rl_tui.app import make_app
+    from mlir_rl_tui.engine import load_file
     from mlir_rl_tui.screens.main import MainScreen
 
     prog = load_file(path)

@@ -23,15 +23,14 @@ import sys
 import tempfile
 import time
 
+import numpy as np
+
+from mlir_rl_tui.engine import Engine, load_file, parse
+from mlir_rl_tui.engine.cache import Cache
+from mlir_rl_tui.engine.native import build_library
+from mlir_rl_tui.engine.timing import TimingConfig, time_kernel
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
-
-import numpy as np  # noqa: E402
-
-from engine import Engine, load_file, parse  # noqa: E402
-from engine.cache import Cache  # noqa: E402
-from engine.native import build_library  # noqa: E402
-from engine.timing import TimingConfig, time_kernel  # noqa: E402
 
 SCHEDULES = [
     ("serial", "op0: T(8,32,1) V; op1: NT"),

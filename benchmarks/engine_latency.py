@@ -12,14 +12,11 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from engine import Engine, Session, load_file, parse  # noqa: E402
-from engine.cache import Cache  # noqa: E402
+from mlir_rl_tui.engine import Engine, Session, load_file, parse
+from mlir_rl_tui.engine.cache import Cache
 
 HAND = {
     "serial": "op0: T(8,32,1) V",

@@ -28,12 +28,11 @@ from collections import Counter, defaultdict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
+from mlir_rl_tui.engine import Engine, Program, Schedule, ScheduleError, load_file, parse, to_text
+from mlir_rl_tui.engine.config import MeasureConfig
+from mlir_rl_tui.engine.mask import check_schedule
 
-from engine import Engine, Program, Schedule, ScheduleError, load_file, parse, to_text  # noqa: E402
-from engine.config import MeasureConfig  # noqa: E402
-from engine.mask import check_schedule  # noqa: E402
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 PROGRAMS = sorted(glob.glob(os.path.join(ROOT, "samples", "*.mlir"))) + \
     sorted(glob.glob(os.path.join(ROOT, "tests", "data", "torch", "*.mlir")))
@@ -94,7 +93,7 @@ def quick_engine() -> Engine:
     timing apart from its own compiles only. Under the main engine's locks, timing a parallel kernel
     waits for an exclusive CPU lock that the fuzz's never-ending compiles (shared holders) starve, until
     the pool gives up: a `timeout` that says nothing about the schedule."""
-    from engine.cache import Cache, default_cache_dir
+    from mlir_rl_tui.engine.cache import Cache, default_cache_dir
 
     folder = os.path.join(default_cache_dir(), "mask-fuzz")
     os.makedirs(folder, exist_ok=True)
@@ -140,7 +139,7 @@ def fuzz(programs: list[Program], episodes: int, seed: int = 0, engine: Engine |
          measure_every: int = 0, compile_only: bool = True, workers: int = 2,
          progress: bool = False) -> list[Outcome]:
     """Run `episodes` random masked episodes (round robin over `programs`) and check each schedule."""
-    from engine.env import ScheduleEnv
+    from mlir_rl_tui.engine.env import ScheduleEnv
 
     own = engine is None
     engine = engine or Engine(workers=workers)

@@ -18,11 +18,9 @@ import statistics
 import sys
 import tempfile
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from engine import Engine, load_file, parse  # noqa: E402
-from engine.cache import Cache  # noqa: E402
-from engine.config import DEFAULT_LIMITS, MeasureConfig  # noqa: E402
+from mlir_rl_tui.engine import Engine, load_file, parse
+from mlir_rl_tui.engine.cache import Cache
+from mlir_rl_tui.engine.config import DEFAULT_LIMITS, MeasureConfig
 
 SAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "samples")
 CASES = [

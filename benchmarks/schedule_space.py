@@ -16,11 +16,9 @@ import argparse
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from engine import Engine, load_file, parse  # noqa: E402
-from engine.config import MeasureConfig  # noqa: E402
-from engine.mask import check_schedule, vector_elements  # noqa: E402
+from mlir_rl_tui.engine import Engine, load_file, parse
+from mlir_rl_tui.engine.config import MeasureConfig
+from mlir_rl_tui.engine.mask import check_schedule, vector_elements
 
 SAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "samples")
 
@@ -49,7 +47,7 @@ def run(eng: Engine, cases: list[tuple[str, str]], title: str) -> None:
     for name, text in cases:
         prog = load_file(os.path.join(SAMPLES, f"{name}.mlir"))
         sched = parse(text)
-        from engine.config import Limits
+        from mlir_rl_tui.engine.config import Limits
 
         states = check_schedule(prog, sched, Limits(max_vector_elements=1 << 30))
         st = states["op0"]

@@ -18,7 +18,6 @@ import tempfile
 import time
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 
 def within(history: list[tuple[int, float]], best: float, frac: float = 0.05) -> int:
@@ -30,7 +29,7 @@ def within(history: list[tuple[int, float]], best: float, frac: float = 0.05) ->
 
 
 def main() -> int:
-    from engine.search import METHODS
+    from mlir_rl_tui.engine.search import METHODS
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--budget", type=int, default=30)
@@ -42,9 +41,9 @@ def main() -> int:
     p.add_argument("--json", help="also write the rows to this JSON file")
     args = p.parse_args()
     os.environ["MLIR_RL_TUI_CACHE"] = args.cache or tempfile.mkdtemp(prefix="search-quality-")
-    from engine import Engine, load_file
-    from engine.config import MeasureConfig
-    from engine.search import search
+    from mlir_rl_tui.engine import Engine, load_file
+    from mlir_rl_tui.engine.config import MeasureConfig
+    from mlir_rl_tui.engine.search import search
 
     files = sorted((ROOT / "samples").glob("*.mlir"))
     if args.samples:

@@ -28,14 +28,13 @@ import os
 import statistics
 import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
+from mlir_rl_tui.agent.evaluate import gmean
+from mlir_rl_tui.agent.torch_reference import run_in_subprocess
+from mlir_rl_tui.engine import Engine, Schedule, Session, load_file
+from mlir_rl_tui.engine.config import MeasureConfig
+from mlir_rl_tui.engine.search import search
 
-from agent.evaluate import gmean  # noqa: E402
-from agent.torch_reference import run_in_subprocess  # noqa: E402
-from engine import Engine, Schedule, Session, load_file  # noqa: E402
-from engine.config import MeasureConfig  # noqa: E402
-from engine.search import search  # noqa: E402
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 SAMPLES = ["matmul", "conv2d", "maxpool", "add", "relu"]
 GOALS = {"matmul": 1.0, "conv2d": 1.0, "maxpool": 2.0, "add": 1.0, "relu": 1.0}
@@ -48,7 +47,7 @@ def best_schedule(eng: Engine, prog, budget: int, seed: int, log) -> tuple[Sched
     r = search(eng, prog, "hill", budget, seed=seed)
     found["hill"] = r.schedule
     try:
-        from agent.suggest import load_policy, to_measure
+        from mlir_rl_tui.agent.suggest import load_policy, to_measure
 
         pol = load_policy(None)
         if pol is not None:
@@ -85,7 +84,7 @@ def main() -> int:
 
     paths = [os.path.join(ROOT, "samples", f"{n}.mlir") for n in (args.only.split(",") if args.only else SAMPLES)]
     if args.dataset:
-        from agent.data import program_paths
+        from mlir_rl_tui.agent.data import program_paths
 
         paths += [p for p in program_paths([args.dataset], "eval")
                   if sum(1 for o in load_file(p).ops if o.name != "linalg.fill") == 1]
@@ -98,7 +97,7 @@ def main() -> int:
             prog = load_file(path)
             log(f"{name}: searching (hill @{args.budget}) ...")
             if name in given:
-                from engine import parse
+                from mlir_rl_tui.engine import parse
 
                 sched, info = parse(given[name]), {"source": "given"}
             else:
@@ -161,7 +160,7 @@ def blocks(args) -> int:
     import importlib.util
     import tempfile
 
-    from agent.torch_import import import_module
+    from mlir_rl_tui.agent.torch_import import import_module
 
     def log(msg: str) -> None:
         print(msg, file=sys.stderr, flush=True)
@@ -185,7 +184,7 @@ def blocks(args) -> int:
             log(f"{name}: {len(prog.ops)} ops, baseline {base.time_ms:.3f} ms (validated against PyTorch); "
                 f"searching (hill @{args.budget}) ...")
             if name in given:
-                from engine import parse
+                from mlir_rl_tui.engine import parse
 
                 sched, info = parse(given[name]), {"source": "given"}
             else:

@@ -1,11 +1,11 @@
 """MLIR environment: load linalg programs, schedule them, measure schedules. No UI, no torch."""
 
-from engine.config import DEFAULT_LIMITS, DEFAULT_MEASURE, Limits, MeasureConfig
-from engine.engine import Engine, Measurement
-from engine.errors import EngineError, LoadError, ScheduleError
-from engine.program import LinalgOp, Program, load, load_file
-from engine.schedule import Action, Schedule, parse, to_text
-from engine.session import Session
+from mlir_rl_tui.engine.config import DEFAULT_LIMITS, DEFAULT_MEASURE, Limits, MeasureConfig
+from mlir_rl_tui.engine.engine import Engine, Measurement
+from mlir_rl_tui.engine.errors import EngineError, LoadError, ScheduleError
+from mlir_rl_tui.engine.program import LinalgOp, Program, load, load_file
+from mlir_rl_tui.engine.schedule import Action, Schedule, parse, to_text
+from mlir_rl_tui.engine.session import Session
 
 __all__ = [
     "DEFAULT_LIMITS", "DEFAULT_MEASURE", "Action", "Engine", "EngineError", "LinalgOp", "Limits", "LoadError",
@@ -16,18 +16,18 @@ __all__ = [
 
 def _register_env_with_gymnasium() -> None:
     """Gymnasium id `mlir_rl/Schedule-v0` (engine.env): registered now if gymnasium is already imported,
-    else as soon as it is (an import hook), so `import engine` does not pay for importing gymnasium
+    else as soon as it is (an import hook), so `import mlir_rl_tui.engine` does not pay for importing gymnasium
     (0.1-0.3 s of import time) and `gymnasium.make("mlir_rl/Schedule-v0")` still works after it."""
     import importlib.abc
     import importlib.util
     import sys
 
     def register() -> None:
-        # as engine.env.register, without importing engine.env (it may be the module importing gymnasium)
+        # as engine.env.register, without importing mlir_rl_tui.engine.env (it may be the module importing gymnasium)
         import gymnasium
 
         if "mlir_rl/Schedule-v0" not in gymnasium.registry:
-            gymnasium.register(id="mlir_rl/Schedule-v0", entry_point="engine.env:make")
+            gymnasium.register(id="mlir_rl/Schedule-v0", entry_point="mlir_rl_tui.engine.env:make")
 
     if "gymnasium" in sys.modules:
         register()

@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from engine.config import DEFAULT_LIMITS, TRANSFORMATIONS, Limits
-from engine.mask import ActionMask
-from engine.schedule import TILED, Action
-from engine.session import Session
+from mlir_rl_tui.engine.config import DEFAULT_LIMITS, TRANSFORMATIONS, Limits
+from mlir_rl_tui.engine.mask import ActionMask
+from mlir_rl_tui.engine.schedule import TILED, Action
+from mlir_rl_tui.engine.session import Session
 
 
 def nvec(limits: Limits = DEFAULT_LIMITS) -> list[int]:

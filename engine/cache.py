@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from engine.errors import warn
+from mlir_rl_tui.engine.errors import warn
 
 ENGINE_VERSION = "7"  # bump when the pipeline or the measurement protocol changes
 SCHEMA = "2"  # bump when the tables change; a cache of another schema is moved aside

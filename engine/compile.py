@@ -77,12 +77,23 @@ def parallel_runtime() -> tuple[str, str] | None:
     return None
 
 
+def _data_dirs() -> list[str]:
+    """Where pip installs a wheel's data files (intel-openmp puts lib/libiomp5.so there): this environment
+    (a venv: sys.prefix), then the user's base (`pip install --user`)."""
+    import site
+    import sysconfig
+
+    dirs = [sys.prefix, sysconfig.get_path("data"), site.getuserbase()]
+    return list(dict.fromkeys(d for d in dirs if d))
+
+
 def openmp_library() -> str | None:
-    """An OpenMP runtime providing __kmpc_* (libgomp does not): Intel's from pip, or LLVM's libomp."""
+    """An OpenMP runtime providing __kmpc_* (libgomp does not): Intel's from pip (`mlir-rl-tui[openmp]`,
+    in [agent] too), or LLVM's libomp from the system. MLIR_RL_OPENMP=PATH names one."""
     env = os.environ.get("MLIR_RL_OPENMP")
     if env:
         return env if os.path.exists(env) else None
-    cands = [os.path.join(sys.prefix, "lib", "libiomp5.so")]
+    cands = [os.path.join(d, "lib", "libiomp5.so") for d in _data_dirs()]
     cands += sorted(glob.glob("/usr/lib/x86_64-linux-gnu/libomp.so*")) + sorted(glob.glob("/usr/lib/llvm-*/lib/libomp.so*"))
     for c in cands:
         if os.path.exists(c):
@@ -278,7 +289,7 @@ def _parse_and_transform(text: str, script_text: str | None, stages: Stages, fun
     from mlir import ir
     from mlir.dialects.transform import interpreter
 
-    from engine.program import tag_ops
+    from mlir_rl_tui.engine.program import tag_ops
 
     with stages.time("parse"):
         module = ir.Module.parse(text)

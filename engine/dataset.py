@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from engine.errors import EngineError
-from engine.program import load
+from mlir_rl_tui.engine.errors import EngineError
+from mlir_rl_tui.engine.program import load
 
 SINGLE_OPS = ("matmul", "conv_2d", "pooling", "add", "relu")
 SEQUENCE_OPS = ("add", "matmul", "relu", "conv_2d", "pooling", "sigmoid", "softmax")

@@ -9,15 +9,15 @@ import threading
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields
 
-from engine.cache import Cache, machine_fingerprint
-from engine.compile import parallel_runtime
-from engine.config import DEFAULT_LIMITS, DEFAULT_MEASURE, Limits, MeasureConfig
-from engine.mask import check_schedule
-from engine.pool import Cancelled, WorkerDied, WorkerPool, WorkerTimeout
-from engine.program import Program, TensorSpec, sha256_text
-from engine.roofline import Peaks, measure_peaks, place
-from engine.schedule import Schedule, to_text
-from engine.transforms import script, uses_parallel
+from mlir_rl_tui.engine.cache import Cache, machine_fingerprint
+from mlir_rl_tui.engine.compile import parallel_runtime
+from mlir_rl_tui.engine.config import DEFAULT_LIMITS, DEFAULT_MEASURE, Limits, MeasureConfig
+from mlir_rl_tui.engine.mask import check_schedule
+from mlir_rl_tui.engine.pool import Cancelled, WorkerDied, WorkerPool, WorkerTimeout
+from mlir_rl_tui.engine.program import Program, TensorSpec, sha256_text
+from mlir_rl_tui.engine.roofline import Peaks, measure_peaks, place
+from mlir_rl_tui.engine.schedule import Schedule, to_text
+from mlir_rl_tui.engine.transforms import script, uses_parallel
 
 STATUSES = ("ok", "transform-error", "compile-error", "crash", "timeout", "wrong-result", "cancelled")
 #: Fields of a Measurement the cache does not store (Measurement.to_record)
@@ -257,7 +257,7 @@ class Engine:
     def per_op(self, program: Program, schedule: Schedule) -> list[dict]:
         """Each op's (or fused group's) share of the schedule's time: [{"ops", "ms", "share"}] in program
         order (engine.profile). Raises EngineError when the schedule does not compile."""
-        from engine.errors import EngineError
+        from mlir_rl_tui.engine.errors import EngineError
 
         states = check_schedule(program, schedule, self.limits, self.openmp)
         text = to_text(without_nt(schedule))

@@ -1,9 +1,9 @@
 """Gymnasium environment over the engine (paper Sec. IV): one episode schedules every op of a program.
 
 ```python
-import gymnasium, engine  # importing engine registers the id
-env = gymnasium.make("mlir_rl/Schedule-v0", program="samples/matmul.mlir")
-obs, info = env.reset(seed=0, options={"program": "samples/conv2d.mlir"})
+import gymnasium, mlir_rl_tui.engine  # importing the engine registers the id
+env = gymnasium.make("mlir_rl/Schedule-v0", program="matmul")  # a .mlir file, or a shipped sample's name
+obs, info = env.reset(seed=0, options={"program": "conv2d"})
 obs, reward, terminated, truncated, info = env.step(env.action_space.sample(mask=info["action_mask"]))
 ```
 
@@ -34,15 +34,15 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from engine.actions import apply_vector, flat_mask, head_masks, nvec
-from engine.config import DEFAULT_LIMITS, Limits
-from engine.engine import Engine, Measurement
-from engine.errors import EngineError, ScheduleError
-from engine.features import feature_size
-from engine.program import Program, load_file
-from engine.schedule import parse, to_text
-from engine.session import Session
-from engine.trace import TraceRecorder
+from mlir_rl_tui.engine.actions import apply_vector, flat_mask, head_masks, nvec
+from mlir_rl_tui.engine.config import DEFAULT_LIMITS, Limits
+from mlir_rl_tui.engine.engine import Engine, Measurement
+from mlir_rl_tui.engine.errors import EngineError, ScheduleError
+from mlir_rl_tui.engine.features import feature_size
+from mlir_rl_tui.engine.program import Program, load_file
+from mlir_rl_tui.engine.schedule import parse, to_text
+from mlir_rl_tui.engine.session import Session
+from mlir_rl_tui.engine.trace import TraceRecorder
 
 ENV_ID = "mlir_rl/Schedule-v0"
 REWARDS = ("final", "immediate")
@@ -51,7 +51,7 @@ MEASURES = ("final", "never")
 
 def _openmp() -> bool:
     """A parallel runtime (OpenMP or MLIR's async runtime) is available, so TP is not masked."""
-    from engine.compile import parallel_runtime
+    from mlir_rl_tui.engine.compile import parallel_runtime
 
     return parallel_runtime() is not None
 
@@ -103,7 +103,9 @@ class ScheduleEnv(gym.Env):
         if isinstance(p, Program):
             return p
         if isinstance(p, str | os.PathLike):
-            return load_file(str(p))
+            from mlir_rl_tui.samples import program
+
+            return load_file(program(str(p)))  # a file, else a shipped sample of that name
         raise EngineError(f"program must be a path or an engine.Program, not {type(p).__name__}")
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
@@ -237,4 +239,4 @@ def make(*, trace: str | None = None, trace_source: str = "policy", **kwargs) ->
 def register() -> None:
     """Register `mlir_rl/Schedule-v0` once (importing engine calls this)."""
     if ENV_ID not in gym.registry:
-        gym.register(id=ENV_ID, entry_point="engine.env:make")
+        gym.register(id=ENV_ID, entry_point="mlir_rl_tui.engine.env:make")

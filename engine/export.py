@@ -6,10 +6,10 @@ Both parse the user's MLIR text, so they run in the loader process (engine.loade
 
 from __future__ import annotations
 
-from engine.config import DEFAULT_LIMITS, Limits
-from engine.program import Program, tag_ops
-from engine.schedule import Schedule
-from engine.transforms import script
+from mlir_rl_tui.engine.config import DEFAULT_LIMITS, Limits
+from mlir_rl_tui.engine.program import Program, tag_ops
+from mlir_rl_tui.engine.schedule import Schedule
+from mlir_rl_tui.engine.transforms import script
 
 
 def replayable(program: Program, schedule: Schedule, limits: Limits = DEFAULT_LIMITS) -> str:
@@ -18,7 +18,7 @@ def replayable(program: Program, schedule: Schedule, limits: Limits = DEFAULT_LI
     `mlir-opt --transform-interpreter FILE` applies the schedule to the payload in the same file;
     the payload part of its output is the transformed IR.
     """
-    from engine.loader import guarded
+    from mlir_rl_tui.engine.loader import guarded
 
     return guarded("replayable", program.text, name=program.path or "<program>", func=program.func_name,
                    script=script(program, schedule, limits))["text"]
@@ -26,7 +26,7 @@ def replayable(program: Program, schedule: Schedule, limits: Limits = DEFAULT_LI
 
 def strip_transforms(text: str) -> str:
     """Remove transform ops and the marker attribute: what is left is the payload, printed canonically."""
-    from engine.loader import guarded
+    from mlir_rl_tui.engine.loader import guarded
 
     return guarded("strip", text)["text"]
 
@@ -50,9 +50,9 @@ def strip_transforms_here(text: str) -> str:
     """`strip_transforms` in this process (the loader's)."""
     from mlir import ir
 
-    from engine.errors import LoadError
-    from engine.program import first_diagnostic
-    from engine.text_check import check_text
+    from mlir_rl_tui.engine.errors import LoadError
+    from mlir_rl_tui.engine.program import first_diagnostic
+    from mlir_rl_tui.engine.text_check import check_text
 
     problem = check_text(text, "<input>")
     if problem:

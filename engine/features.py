@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from engine.config import ARITH_KINDS, DEFAULT_LIMITS, OP_TYPES, Limits
-from engine.mask import OpState, vectorizable
+from mlir_rl_tui.engine.config import ARITH_KINDS, DEFAULT_LIMITS, OP_TYPES, Limits
+from mlir_rl_tui.engine.mask import OpState, vectorizable
 
 
 def feature_size(limits: Limits = DEFAULT_LIMITS) -> int:

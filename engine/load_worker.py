@@ -30,23 +30,23 @@ def set_limits() -> None:
 def handle(req: dict, text: str) -> dict:
     mode = req.get("mode")
     if mode == "load":
-        from engine.program import describe_text
+        from mlir_rl_tui.engine.program import describe_text
 
         prog = describe_text(text, req.get("name") or "<input>", req.get("entry"))
         return {"status": "ok", "program": prog.to_json()}
     if mode == "replayable":
-        from engine.export import replayable_here
+        from mlir_rl_tui.engine.export import replayable_here
 
         return {"status": "ok", "text": replayable_here(text, req.get("func"), req["script"])}
     if mode == "strip":
-        from engine.export import strip_transforms_here
+        from mlir_rl_tui.engine.export import strip_transforms_here
 
         return {"status": "ok", "text": strip_transforms_here(text)}
     return {"status": "error", "error": f"unknown loader request {mode!r}"}
 
 
 def answer(req: dict, payload: bytes) -> dict:
-    from engine.errors import EngineError
+    from mlir_rl_tui.engine.errors import EngineError
 
     name = req.get("name") or "<input>"
     try:

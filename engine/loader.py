@@ -23,10 +23,10 @@ import threading
 import time
 from collections.abc import Callable
 
-from engine.errors import EngineError, EntryError, LoadError
-from engine.program import Program
+from mlir_rl_tui.engine.errors import EngineError, EntryError, LoadError
+from mlir_rl_tui.engine.program import Program
 
-_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_HERE = os.path.dirname(os.path.abspath(__file__))
 
 #: Files larger than this are refused before they are read.
 MAX_FILE_BYTES = 1 << 30
@@ -37,11 +37,11 @@ MEMORY_LIMIT = 8 << 30
 TIMEOUT_S = 20.0
 START_TIMEOUT_S = 60.0
 
-#: Starts the loader without running `engine/__init__` (it imports numpy and the measurement engine,
-#: 0.1-0.2 s the loader does not need): `engine` is made a bare package over the same folder.
-BOOT = ("import sys, types; pkg = types.ModuleType('engine'); pkg.__path__ = [sys.argv[1] + '/engine']; "
-        "sys.modules['engine'] = pkg; sys.path.insert(0, sys.argv[1]); "
-        "from engine.load_worker import main; main()")
+#: Starts the loader without running the engine's `__init__` (it imports numpy and the measurement engine,
+#: 0.1-0.2 s the loader does not need): `mlir_rl_tui.engine` is made a bare package over this folder.
+BOOT = ("import sys, types; pkg = types.ModuleType('mlir_rl_tui.engine'); pkg.__path__ = [sys.argv[1]]; "
+        "sys.modules['mlir_rl_tui.engine'] = pkg; "
+        "from mlir_rl_tui.engine.load_worker import main; main()")
 
 Waiting = Callable[[float], None]
 
@@ -97,7 +97,7 @@ class LoaderProcess:
         os.close(fd)
         env = dict(os.environ, MLIR_RL_LOADER_MEMORY=str(self.memory_limit or 0))
         with open(self.log, "ab") as err:  # O_APPEND: truncating between requests keeps it small
-            self.proc = subprocess.Popen([sys.executable, "-c", BOOT, _ROOT], stdin=subprocess.PIPE,
+            self.proc = subprocess.Popen([sys.executable, "-c", BOOT, _HERE], stdin=subprocess.PIPE,
                                          stdout=subprocess.PIPE, stderr=err, env=env, start_new_session=True)
         self.starts += 1
         self._buf = b""

@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from engine.config import DEFAULT_LIMITS, TRANSFORMATIONS, Limits
-from engine.errors import ScheduleError
-from engine.program import LinalgOp, Program
-from engine.schedule import TILED, Action, Schedule
+from mlir_rl_tui.engine.config import DEFAULT_LIMITS, TRANSFORMATIONS, Limits
+from mlir_rl_tui.engine.errors import ScheduleError
+from mlir_rl_tui.engine.program import LinalgOp, Program
+from mlir_rl_tui.engine.schedule import TILED, Action, Schedule
 
 
 @dataclass

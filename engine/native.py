@@ -17,14 +17,14 @@ import shutil
 import subprocess
 import tempfile
 
-from engine.compile import mlir_lib_dir, parallel_runtime
-from engine.engine import Engine
-from engine.errors import EngineError
-from engine.mask import check_schedule
-from engine.pool import Cancelled, WorkerDied, WorkerTimeout
-from engine.program import Program
-from engine.schedule import Schedule, to_text
-from engine.transforms import script, uses_parallel
+from mlir_rl_tui.engine.compile import mlir_lib_dir, parallel_runtime
+from mlir_rl_tui.engine.engine import Engine
+from mlir_rl_tui.engine.errors import EngineError
+from mlir_rl_tui.engine.mask import check_schedule
+from mlir_rl_tui.engine.pool import Cancelled, WorkerDied, WorkerTimeout
+from mlir_rl_tui.engine.program import Program
+from mlir_rl_tui.engine.schedule import Schedule, to_text
+from mlir_rl_tui.engine.transforms import script, uses_parallel
 
 
 def c_compiler() -> str:

@@ -18,8 +18,6 @@ import time
 from collections.abc import Callable
 from queue import Empty, Queue
 
-_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
 Progress = Callable[[str, int, int], None]
 
 
@@ -36,13 +34,12 @@ class Cancelled(Exception):
 
 
 class Worker:
-    """One `python -m engine.worker` process."""
+    """One `python -m mlir_rl_tui.engine.worker` process."""
 
     def __init__(self, memory_limit: int, nice: int = 0) -> None:
         self.memory_limit = memory_limit
         self.log = tempfile.NamedTemporaryFile(prefix="mlir-rl-worker-", suffix=".log", delete=False)
         env = dict(os.environ)
-        env["PYTHONPATH"] = _ROOT + os.pathsep + env.get("PYTHONPATH", "")
         env.setdefault("OPENBLAS_NUM_THREADS", "1")
         env.setdefault("KMP_WARNINGS", "0")
         # OpenMP threads pinned one per core: unpinned, a third of the 2-thread runs had both threads on
@@ -57,7 +54,7 @@ class Worker:
         env["MLIR_RL_WORKER_NICE"] = str(nice)
         env["MLIR_RL_WORKER_PARENT"] = str(os.getpid())  # the worker ends when this process is gone
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "engine.worker"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            [sys.executable, "-m", "mlir_rl_tui.engine.worker"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=self.log, env=env, start_new_session=True)
         self.buf = b""
         self.sel = selectors.DefaultSelector()

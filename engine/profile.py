@@ -15,7 +15,7 @@ from __future__ import annotations
 import ctypes
 import time
 
-from engine.compile import (
+from mlir_rl_tui.engine.compile import (
     Compiled,
     StageError,
     Stages,
@@ -35,7 +35,7 @@ def instrument(module, func: str) -> list[list[str]]:
     from mlir.dialects import arith
     from mlir.dialects import func as func_d
 
-    from engine.program import TAG
+    from mlir_rl_tui.engine.program import TAG
 
     fn = None
     for op in module.body.operations:

@@ -12,7 +12,7 @@ import re
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 
-from engine.errors import EntryError, LoadError
+from mlir_rl_tui.engine.errors import EntryError, LoadError
 
 #: Attribute that tags each payload op with its id, so transform scripts find it again.
 TAG = "rl.op"
@@ -225,14 +225,14 @@ def op_category(name: str) -> str:
 def load_file(path: str, entry: str | None = None) -> Program:
     """Read and load a .mlir file in a guarded process (engine.loader); every failure is a LoadError
     with one line naming the cause. `entry` names the function to schedule and time."""
-    from engine.loader import load_file as guarded_load_file
+    from mlir_rl_tui.engine.loader import load_file as guarded_load_file
 
     return guarded_load_file(path, entry)
 
 
 def load(text: str, name: str = "<input>", entry: str | None = None) -> Program:
     """Parse MLIR text and describe its linalg ops (paper Sec. III-IV), in a guarded process."""
-    from engine.loader import load_text
+    from mlir_rl_tui.engine.loader import load_text
 
     return load_text(text, name, entry)
 
@@ -242,7 +242,7 @@ def describe_text(text: str, name: str = "<input>", entry: str | None = None) ->
     overflow its stack on bad input (engine.text_check)."""
     from mlir import ir
 
-    from engine.text_check import check_text
+    from mlir_rl_tui.engine.text_check import check_text
 
     if not text.strip():
         raise LoadError(f"{name}: empty file, expected an MLIR module with linalg ops")

@@ -22,7 +22,7 @@ import os
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
-from engine.program import Program, TensorSpec
+from mlir_rl_tui.engine.program import Program, TensorSpec
 
 LANES = 16  # floats per accumulator (one AVX-512 register, two AVX2 registers)
 ACCUMULATORS = 24

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from engine.errors import ScheduleError
+from mlir_rl_tui.engine.errors import ScheduleError
 
 TILED = ("T", "TP", "TF")
 _ACTION = re.compile(r"\s*(TP|TF|T|I)\s*\(\s*([^()]*)\)\s*|\s*(V|NT)\b\s*")

@@ -6,12 +6,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from engine.config import DEFAULT_LIMITS, Limits
-from engine.errors import ScheduleError
-from engine.features import features
-from engine.mask import ActionMask, OpState, action_mask, check_schedule
-from engine.program import Program
-from engine.schedule import Action, Schedule
+from mlir_rl_tui.engine.config import DEFAULT_LIMITS, Limits
+from mlir_rl_tui.engine.errors import ScheduleError
+from mlir_rl_tui.engine.features import features
+from mlir_rl_tui.engine.mask import ActionMask, OpState, action_mask, check_schedule
+from mlir_rl_tui.engine.program import Program
+from mlir_rl_tui.engine.schedule import Action, Schedule
 
 
 @dataclass

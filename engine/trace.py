@@ -49,8 +49,8 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from engine.errors import EngineError, warn
-from engine.schedule import Action, Schedule, parse_action
+from mlir_rl_tui.engine.errors import EngineError, warn
+from mlir_rl_tui.engine.schedule import Action, Schedule, parse_action
 
 SOURCES = ("user", "policy", "search")
 MAX_TRACE_BYTES = 1 << 30  # largest trace read (a record with its observation is ~40 KB)
@@ -296,8 +296,8 @@ def schedule_steps(program, schedule: Schedule, limits=None, openmp: bool = True
     """The steps that build `schedule`, as an agent takes them: (session before, op id, action), op by op in
     traversal order. An op whose actions do not end with V or NT gets an NT (the same schedule); an op
     finished early (fused into its consumer) is skipped. ScheduleError for an illegal schedule."""
-    from engine.config import DEFAULT_LIMITS
-    from engine.session import Session
+    from mlir_rl_tui.engine.config import DEFAULT_LIMITS
+    from mlir_rl_tui.engine.session import Session
 
     sess = Session(program, limits=limits or DEFAULT_LIMITS, openmp=openmp)
     for op in program.ops:
@@ -316,8 +316,8 @@ def write_schedule(path: str, program, schedule: Schedule, source: str, measurem
     """Append a whole schedule as one episode, in one write (whole, or cut in its last line): each action
     with the observation and mask before it (`schedule_steps`); the measurement (a Measurement or its
     JSON) goes on the last record. Returns the number of records written."""
-    from engine.actions import flat_mask
-    from engine.config import DEFAULT_LIMITS
+    from mlir_rl_tui.engine.actions import flat_mask
+    from mlir_rl_tui.engine.config import DEFAULT_LIMITS
 
     limits = limits or DEFAULT_LIMITS
     m = measurement.to_json() if hasattr(measurement, "to_json") else measurement

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from engine.config import DEFAULT_LIMITS, Limits
-from engine.mask import OpState, walk
-from engine.program import TAG, Program
-from engine.schedule import Schedule
+from mlir_rl_tui.engine.config import DEFAULT_LIMITS, Limits
+from mlir_rl_tui.engine.mask import OpState, walk
+from mlir_rl_tui.engine.program import TAG, Program
+from mlir_rl_tui.engine.schedule import Schedule
 
 ANY = "!transform.any_op"
 

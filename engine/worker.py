@@ -1,4 +1,4 @@
-"""Worker process: `python -m engine.worker` reads JSON requests on stdin, answers on a private fd.
+"""Worker process: `python -m mlir_rl_tui.engine.worker` reads JSON requests on stdin, answers on a private fd.
 
 Each request transforms, compiles, runs, checks and times one (program, schedule); mode "compile" stops
 after the JIT, mode "ir" after the transform. A request can kill
@@ -23,7 +23,7 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from engine.watchdog import Watchdog
+from mlir_rl_tui.engine.watchdog import Watchdog
 
 #: Guards the protocol stream: the watchdog thread may answer too (engine.watchdog).
 _SEND = threading.Lock()
@@ -109,7 +109,7 @@ def _spinning(compiled, parallel: bool):
     the 0.5 s after a timing; parallel kernels of the other worker 2x slower). Sleeping at once between
     runs makes each run pay a wake-up (matmul TP: 0.25 instead of 0.16 ms), so during the timing the
     threads spin (kmp_set_blocktime(200)), and one last run with blocktime 0 puts them to sleep."""
-    from engine.compile import openmp_library
+    from mlir_rl_tui.engine.compile import openmp_library
 
     lib = None
     if parallel and openmp_library():
@@ -179,9 +179,9 @@ def _timed_call(compiled, watch: Callable[[], None] | None = None,
 
 
 def handle(req: dict, out, baselines: _Baselines, watchdog: Watchdog | None = None) -> dict:
-    from engine.compile import StageError, Stages, compile_module, random_inputs
-    from engine.program import TensorSpec
-    from engine.timing import TimingConfig, time_kernel
+    from mlir_rl_tui.engine.compile import StageError, Stages, compile_module, random_inputs
+    from mlir_rl_tui.engine.program import TensorSpec
+    from mlir_rl_tui.engine.timing import TimingConfig, time_kernel
 
     rid = req["id"]
     specs = [TensorSpec(tuple(s), d) for s, d in req["args"]]
@@ -197,7 +197,7 @@ def handle(req: dict, out, baselines: _Baselines, watchdog: Watchdog | None = No
                 "stages_ms": {k: v * 1e3 for k, v in stages.t.items()}, **kw}
 
     if req.get("mode") == "ir":
-        from engine.compile import transform_ir
+        from mlir_rl_tui.engine.compile import transform_ir
 
         try:
             text = transform_ir(req["program"], script, stages, req.get("func"))
@@ -218,7 +218,7 @@ def handle(req: dict, out, baselines: _Baselines, watchdog: Watchdog | None = No
     limit = req.get("run_limit_s")
 
     if req.get("mode") == "per-op":  # engine.profile: where the time goes, op by op
-        from engine.profile import per_op
+        from mlir_rl_tui.engine.profile import per_op
 
         try:
             groups = per_op(req["program"], script, req["parallel"], req["func"], specs, res_spec, req["seed"])

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from engine import Action, Engine, Measurement, Program, Schedule, Session
+from mlir_rl_tui.engine import Action, Engine, Measurement, Program, Schedule, Session
 
 Progress = Callable[[str, int, int], None]
 
@@ -63,7 +63,7 @@ class EngineAdapter:
     def engine(self) -> Engine:
         with self._lock:
             if self._engine is None:
-                from engine.config import MeasureConfig
+                from mlir_rl_tui.engine.config import MeasureConfig
 
                 # niced workers: compiling on both cores must not starve the event loop
                 self._engine = Engine(config=MeasureConfig(worker_nice=10))
@@ -77,12 +77,12 @@ class EngineAdapter:
         return self.engine.transformed_ir(program, schedule)
 
     def script(self, program: Program, schedule: Schedule) -> str:
-        from engine.transforms import script
+        from mlir_rl_tui.engine.transforms import script
 
         return script(program, schedule)
 
     def replayable(self, program: Program, schedule: Schedule) -> str:
-        from engine.export import replayable
+        from mlir_rl_tui.engine.export import replayable
 
         return replayable(program, schedule)
 
@@ -92,7 +92,7 @@ class EngineAdapter:
     def suggest(self, session: Session, k: int = 3) -> Suggestion:
         if self._policy is None:
             try:
-                from agent.suggest import load_policy
+                from mlir_rl_tui.agent.suggest import load_policy
             except ImportError:
                 raise NoPolicy("no policy checkpoint available (the agent package is not installed)") from None
             try:
@@ -133,7 +133,7 @@ class FakeAdapter:
 
     def measure(self, program: Program, schedule: Schedule, on_progress: Progress | None = None,
                 cancel: threading.Event | None = None) -> Measurement:
-        from engine import to_text
+        from mlir_rl_tui.engine import to_text
 
         text = to_text(schedule)
         self.calls.append(text)
@@ -155,12 +155,12 @@ class FakeAdapter:
                            runtime="serial")
 
     def transformed_ir(self, program: Program, schedule: Schedule) -> tuple[str, str]:
-        from engine import to_text
+        from mlir_rl_tui.engine import to_text
 
         return "ok", f"// transformed by: {to_text(schedule)}\n{program.text}"
 
     def script(self, program: Program, schedule: Schedule) -> str:
-        from engine.transforms import script
+        from mlir_rl_tui.engine.transforms import script
 
         return script(program, schedule)
 

@@ -7,9 +7,9 @@ from textual import events
 from textual.app import App
 from textual.binding import Binding
 
-from engine import LoadError, Program
 from mlir_rl_tui import workarounds
 from mlir_rl_tui.adapter import Adapter, EngineAdapter
+from mlir_rl_tui.engine import LoadError, Program
 from mlir_rl_tui.idle_gc import IdleCollector
 from mlir_rl_tui.palette import ScheduleCommands
 from mlir_rl_tui.screens.entry import EntryChoice, EntryPicker

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from textual.message import Message
 
-from engine import Measurement
+from mlir_rl_tui.engine import Measurement
 
 
 @dataclass

@@ -15,10 +15,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from engine import Action, EngineError, Measurement, Program, Session, parse, to_text
-from engine.actions import flat_mask
-from engine.trace import TraceRecorder, TraceStep
 from mlir_rl_tui.adapter import Adapter, Suggestion
+from mlir_rl_tui.engine import Action, EngineError, Measurement, Program, Session, parse, to_text
+from mlir_rl_tui.engine.actions import flat_mask
+from mlir_rl_tui.engine.trace import TraceRecorder, TraceStep
 
 
 @dataclass

@@ -26,9 +26,9 @@ def cache_dir(tmp_path_factory) -> pathlib.Path:
 @pytest.fixture(scope="session")
 def engine(cache_dir):
     """One real Engine (worker pool + SQLite cache in a temporary folder) for the whole run."""
-    from engine import Engine
-    from engine.cache import Cache
-    from engine.config import MeasureConfig
+    from mlir_rl_tui.engine import Engine
+    from mlir_rl_tui.engine.cache import Cache
+    from mlir_rl_tui.engine.config import MeasureConfig
 
     eng = Engine(config=MeasureConfig(runs=3), cache=Cache(str(cache_dir / "measurements.sqlite")))
     yield eng
@@ -37,13 +37,13 @@ def engine(cache_dir):
 
 @pytest.fixture(scope="session")
 def matmul():
-    from engine import load_file
+    from mlir_rl_tui.engine import load_file
 
     return load_file(str(SAMPLES / "matmul.mlir"))
 
 
 @pytest.fixture(scope="session")
 def add():
-    from engine import load_file
+    from mlir_rl_tui.engine import load_file
 
     return load_file(str(SAMPLES / "add.mlir"))

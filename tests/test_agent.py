@@ -14,9 +14,9 @@ import pytest
 import torch
 from conftest import SAMPLES
 
-from agent.policy import KIND, distribution, evaluate_actions, sample
-from engine.config import TRANSFORMATIONS
-from engine.schedule import TILED
+from mlir_rl_tui.agent.policy import KIND, distribution, evaluate_actions, sample
+from mlir_rl_tui.engine.config import TRANSFORMATIONS
+from mlir_rl_tui.engine.schedule import TILED
 
 N, M = 12, 8
 
@@ -92,9 +92,9 @@ def test_log_prob_and_entropy_match_brute_force_on_a_toy_mask():
 
 
 def test_one_decoder_for_sampled_vectors_in_both_interchange_formulations(matmul):
-    from agent.policy import masks_for
-    from engine import Action, Session
-    from engine.actions import apply_vector, enumerated_candidates, to_action
+    from mlir_rl_tui.agent.policy import masks_for
+    from mlir_rl_tui.engine import Action, Session
+    from mlir_rl_tui.engine.actions import apply_vector, enumerated_candidates, to_action
 
     sess = Session(matmul)
     v = np.zeros(14, np.int64)
@@ -109,11 +109,11 @@ def test_one_decoder_for_sampled_vectors_in_both_interchange_formulations(matmul
 
 
 def test_behaviour_cloning_reproduces_the_trace(tmp_path, matmul):
-    from agent.bc import behaviour_cloning, examples_from_trace
-    from agent.policy import ActorCritic, load, save
-    from agent.suggest import Policy
-    from engine import Session, parse
-    from engine.trace import write_schedule
+    from mlir_rl_tui.agent.bc import behaviour_cloning, examples_from_trace
+    from mlir_rl_tui.agent.policy import ActorCritic, load, save
+    from mlir_rl_tui.agent.suggest import Policy
+    from mlir_rl_tui.engine import Session, parse
+    from mlir_rl_tui.engine.trace import write_schedule
 
     sched = parse("op0: TF(64,64,0) I(1,0,2) T(8,32,1) V; op1: NT")  # includes level-pointer steps
     trace = tmp_path / "t.jsonl"
@@ -134,9 +134,9 @@ def test_behaviour_cloning_reproduces_the_trace(tmp_path, matmul):
 
 
 def test_imitation_targets_keep_the_baseline_and_end_missing_ops_with_nt(matmul):
-    from agent.expert import imitation_target, legal_schedule
-    from engine import Schedule, parse
-    from engine.engine import Measurement
+    from mlir_rl_tui.agent.expert import imitation_target, legal_schedule
+    from mlir_rl_tui.engine import Schedule, parse
+    from mlir_rl_tui.engine.engine import Measurement
 
     # an op without actions (or with actions no longer legal) ends with NT
     assert str(legal_schedule(matmul, {})) == "op0: NT; op1: NT"
@@ -148,8 +148,8 @@ def test_imitation_targets_keep_the_baseline_and_end_missing_ops_with_nt(matmul)
 
 
 def test_training_resumes_from_a_checkpoint(tmp_path, cache_dir, capsys):
-    from agent import checkpoint, ppo
-    from agent.policy import load
+    from mlir_rl_tui.agent import checkpoint, ppo
+    from mlir_rl_tui.agent.policy import load
     from mlir_rl_tui.commands import main
 
     args = ppo.Args(programs=[str(SAMPLES / "relu.mlir")], out=str(tmp_path / "run"), iterations=1,
@@ -170,13 +170,13 @@ def test_training_resumes_from_a_checkpoint(tmp_path, cache_dir, capsys):
 
 def _policy_checkpoint(tmp_path, matmul) -> str:
     """The shipped policy, or (before one ships) one cloned from the reference matmul schedule."""
-    from agent.suggest import DEFAULT_CHECKPOINT
+    from mlir_rl_tui.agent.suggest import DEFAULT_CHECKPOINT
 
     if os.path.exists(DEFAULT_CHECKPOINT):
         return DEFAULT_CHECKPOINT
-    from agent.bc import behaviour_cloning, examples_from_schedule
-    from agent.policy import ActorCritic, save
-    from engine import parse
+    from mlir_rl_tui.agent.bc import behaviour_cloning, examples_from_schedule
+    from mlir_rl_tui.agent.policy import ActorCritic, save
+    from mlir_rl_tui.engine import parse
 
     model = ActorCritic()
     behaviour_cloning(model, examples_from_schedule(matmul, parse("op0: TF(64,64,0) T(8,32,1) V")), epochs=60)
@@ -226,7 +226,7 @@ def test_optimize_errors_are_one_line(tmp_path, capsys):
 
 def test_ppo_rollouts_on_a_local_ray_instance(tmp_path, cache_dir):
     ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'mlir-rl-tui[ray]')")
-    from agent import ppo
+    from mlir_rl_tui.agent import ppo
 
     args = ppo.Args(programs=[str(SAMPLES / "relu.mlir")], out=str(tmp_path / "ray"), iterations=1,
                     programs_per_batch=2, minibatch_size=4, update_epochs=1, runs=1, ray_address="local",

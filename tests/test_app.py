@@ -8,10 +8,10 @@ import pathlib
 
 import pytest
 
-from engine import Action, load_file
-from engine.trace import read_trace
 from mlir_rl_tui.adapter import FakeAdapter, Suggestion
 from mlir_rl_tui.app import make_app
+from mlir_rl_tui.engine import Action, load_file
+from mlir_rl_tui.engine.trace import read_trace
 from mlir_rl_tui.widgets.action_bar import ActionBar
 from mlir_rl_tui.widgets.plot import SpeedupPlot
 from mlir_rl_tui.widgets.status_bar import StatusBar
@@ -349,3 +349,27 @@ async def test_every_textual_workaround_can_be_switched_off(matmul_prog, monkeyp
         assert area.text.startswith("// transformed by: op0: T(32,32,32)")  # loaded by TextArea.load_text
         body = main.query_one(MaskView).query_one("#mask-body").content
         assert body is not None and not isinstance(body, Cached)  # built and rendered in the frame
+
+
+class _ParallelAdapter(FakeAdapter):
+    """The fake adapter, with a schedule that has TP measured on the OpenMP runtime (as the engine reports)."""
+
+    def measure(self, program, schedule, on_progress=None, cancel=None):
+        m = super().measure(program, schedule, on_progress, cancel)
+        if any(a.kind == "TP" for acts in schedule.ops.values() for a in acts):
+            m.runtime = "openmp"
+        return m
+
+
+@sync
+async def test_status_bar_names_the_parallel_runtime(matmul_prog):
+    app = make_app(matmul_prog, _ParallelAdapter())
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("t", "x")
+        await settle(pilot)
+        assert "speedup 2.00x" in status(app) and "openmp" not in status(app)  # serial: nothing to say
+        await pilot.press("u", "p", "x")
+        await settle(pilot)
+        assert app.main.schedule_text.startswith("op0: TP(")
+        assert app.main.query_one(StatusBar).numbers_text.rstrip().endswith("openmp")

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pathlib
 
-from engine import load_file
 from mlir_rl_tui.adapter import FakeAdapter
 from mlir_rl_tui.app import make_app
+from mlir_rl_tui.engine import load_file
 
 SAMPLES = pathlib.Path(__file__).resolve().parent.parent / "samples"
 SIZE = (120, 40)

@@ -15,8 +15,8 @@ import time
 import pytest
 from conftest import SAMPLES
 
-from engine.cache import CACHE_FILE, LOCK_WAIT_S, SCHEMA, Cache, canonical, checksum
-from engine.engine import Measurement, peaks_from_record
+from mlir_rl_tui.engine.cache import CACHE_FILE, LOCK_WAIT_S, SCHEMA, Cache, canonical, checksum
+from mlir_rl_tui.engine.engine import Measurement, peaks_from_record
 
 SCHED = "op0: T(8,32,1) V"
 KEY = ("p" * 64, SCHED, "machine-serial")
@@ -298,8 +298,8 @@ def cli(capsys, engine, monkeypatch):
 
     The machine's roofline (20 s to measure) comes from the session's engine when a fresh cache has lost
     it: these tests check the cache, not the roofline."""
-    from engine.engine import Engine
     from mlir_rl_tui.commands import main
+    from mlir_rl_tui.engine.engine import Engine
 
     peaks = engine.peaks()
     calls = []

@@ -21,7 +21,7 @@ def test_inspect_json_on_every_program(path, cache_dir):
     r = cli("inspect", str(path), "--json")
     assert r.returncode == 0, r.stderr
     data = json.loads(r.stdout)
-    from engine.features import feature_size
+    from mlir_rl_tui.engine.features import feature_size
 
     assert data["ops"]
     for op in data["ops"]:

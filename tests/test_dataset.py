@@ -8,8 +8,8 @@ import os
 import numpy as np
 import pytest
 
-from engine import dataset as ds
-from engine import load, load_file
+from mlir_rl_tui.engine import dataset as ds
+from mlir_rl_tui.engine import load, load_file
 
 
 @pytest.mark.parametrize("op", ds.SINGLE_OPS)
@@ -82,7 +82,7 @@ def test_long_data_sets_redraw_duplicates_instead_of_failing(tmp_path):
 
 
 def test_one_manifest_reader_for_generated_and_hand_written_manifests(tmp_path):
-    from agent.data import program_paths
+    from mlir_rl_tui.agent.data import program_paths
 
     man = tmp_path / "manifest.json"
     man.write_text(json.dumps({"programs": ["a.mlir", {"path": "b.mlir", "split": "train"},

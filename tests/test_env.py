@@ -10,11 +10,11 @@ import pytest
 from conftest import SAMPLE_FILES, SAMPLES
 from gymnasium.utils.env_checker import check_env
 
-import engine as _engine  # noqa: F401 - registers mlir_rl/Schedule-v0
-from engine.actions import to_vectors
-from engine.env import RecordTrace, ScheduleEnv
-from engine.schedule import Action, parse, parse_action
-from engine.trace import read_trace
+import mlir_rl_tui.engine as _engine  # noqa: F401 - registers mlir_rl/Schedule-v0
+from mlir_rl_tui.engine.actions import to_vectors
+from mlir_rl_tui.engine.env import RecordTrace, ScheduleEnv
+from mlir_rl_tui.engine.schedule import Action, parse, parse_action
+from mlir_rl_tui.engine.trace import read_trace
 
 
 @pytest.mark.parametrize("name", ["matmul.mlir", "matmul_bias_relu.mlir"])
@@ -34,7 +34,7 @@ def vector(env: gymnasium.Env, text: str) -> np.ndarray:
 
 
 def engine_nvec():
-    from engine.actions import nvec
+    from mlir_rl_tui.engine.actions import nvec
 
     return nvec()
 
@@ -125,6 +125,6 @@ def test_reset_switches_programs(engine):
 
 
 def engine_error():
-    from engine.errors import EngineError
+    from mlir_rl_tui.engine.errors import EngineError
 
     return EngineError

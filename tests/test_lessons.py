@@ -7,11 +7,11 @@ import asyncio
 
 import pytest
 
-from engine import EngineError, load_file
-from engine.mask import check_schedule
 from mlir_rl_tui import lessons
 from mlir_rl_tui.adapter import EngineAdapter, FakeAdapter
 from mlir_rl_tui.app import make_app
+from mlir_rl_tui.engine import EngineError, load_file
+from mlir_rl_tui.engine.mask import check_schedule
 from mlir_rl_tui.widgets.lesson import LessonView
 
 
@@ -22,7 +22,7 @@ def test_shipped_lessons_are_legal_schedules_on_their_programs():
         les = lessons.load(name)
         prog = load_file(les.program)
         for step in les.steps:
-            from engine import parse
+            from mlir_rl_tui.engine import parse
 
             check_schedule(prog, parse(step.schedule))  # raises on an illegal step
         assert any(s.faster for s in les.steps)

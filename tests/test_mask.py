@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from engine import Action, ScheduleError, Session, load_file
-from engine.actions import apply_vector, flat_mask, nvec
-from engine.config import TRANSFORMATIONS
+from mlir_rl_tui.engine import Action, ScheduleError, Session, load_file
+from mlir_rl_tui.engine.actions import apply_vector, flat_mask, nvec
+from mlir_rl_tui.engine.config import TRANSFORMATIONS
 
 
 def test_tp_never_tiles_a_reduction(matmul):
@@ -124,7 +124,7 @@ def test_vectorize_masked_for_bodies_the_vectorizer_rejects():
     assert "cf.assert" in op.unvectorizable_body
     s = Session(prog)
     st = s.states[op.id]
-    from engine.mask import vectorize_choice
+    from mlir_rl_tui.engine.mask import vectorize_choice
 
     c = vectorize_choice(st)
     assert not c.allowed and "cf.assert" in c.reason

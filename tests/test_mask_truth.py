@@ -9,9 +9,9 @@ from __future__ import annotations
 import pytest
 from conftest import SAMPLES, TORCH
 
-from engine import load_file, parse
-from engine.mask import check_schedule, transformation_reasons, vectorize_choice
-from engine.transforms import script
+from mlir_rl_tui.engine import load_file, parse
+from mlir_rl_tui.engine.mask import check_schedule, transformation_reasons, vectorize_choice
+from mlir_rl_tui.engine.transforms import script
 
 
 def _load(name: str):
@@ -38,7 +38,7 @@ def test_masked_action_really_fails(engine, name, op, kind, reason, bad, error):
 def test_tf_of_a_producer_written_at_a_constant_index_would_copy_all_of_it_into_every_tile():
     """op3 sums into a 1x16x1 tensor through (d0, d1, 0): MLIR cannot tile it from op2's 1x2x2 tile and
     clones the whole op (1x16x16 in) into each of the 64 tiles; the mask says so instead."""
-    from engine.compile import Stages, transform_ir
+    from mlir_rl_tui.engine.compile import Stages, transform_ir
 
     prog = _load("attention.mlir")
     choice = transformation_reasons(check_schedule(prog, parse(""))["op2"], prog)["TF"]

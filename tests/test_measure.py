@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from conftest import SAMPLE_FILES, TORCH_FILES
 
-from engine import load_file, parse
-from engine.schedule import Schedule
+from mlir_rl_tui.engine import load_file, parse
+from mlir_rl_tui.engine.schedule import Schedule
 
 
 @pytest.mark.parametrize("path", SAMPLE_FILES + TORCH_FILES, ids=lambda p: p.parent.name + "/" + p.stem)
@@ -78,8 +78,8 @@ def test_cancel(engine, matmul):
 
 def test_async_runtime_fallback(cache_dir, tmp_path, monkeypatch, matmul):
     """Without OpenMP the engine parallelizes with MLIR's async runtime (shipped with the MLIR tools)."""
-    from engine import Engine
-    from engine.cache import Cache
+    from mlir_rl_tui.engine import Engine
+    from mlir_rl_tui.engine.cache import Cache
 
     monkeypatch.setenv("MLIR_RL_PARALLEL", "async")
     with Engine(cache=Cache(str(tmp_path / "c.sqlite")), workers=1) as eng:
@@ -89,8 +89,8 @@ def test_async_runtime_fallback(cache_dir, tmp_path, monkeypatch, matmul):
 
 
 def test_no_parallel_runtime_masks_tp(monkeypatch, matmul, tmp_path):
-    from engine import Engine, Session
-    from engine.cache import Cache
+    from mlir_rl_tui.engine import Engine, Session
+    from mlir_rl_tui.engine.cache import Cache
 
     monkeypatch.setenv("MLIR_RL_PARALLEL", "none")
     with Engine(cache=Cache(str(tmp_path / "c.sqlite")), workers=1) as eng:
@@ -144,7 +144,7 @@ def test_kernels_are_timed_alone_on_the_machine(engine, matmul):
 def test_per_op_profile_covers_every_op_and_finds_the_matmul(engine):
     from conftest import SAMPLES
 
-    from engine import load_file
+    from mlir_rl_tui.engine import load_file
 
     prog = load_file(str(SAMPLES / "matmul_bias_relu.mlir"))
     groups = engine.per_op(prog, parse("op0: TF(32,32) T(8,32) V; op1: T(8,32) V; op3: NT"))

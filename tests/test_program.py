@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from conftest import SAMPLE_FILES, TORCH_FILES
 
-from engine import LoadError, load, load_file
+from mlir_rl_tui.engine import LoadError, load, load_file
 
 
 @pytest.mark.parametrize("path", SAMPLE_FILES + TORCH_FILES, ids=lambda p: p.parent.name + "/" + p.stem)

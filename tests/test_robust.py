@@ -12,10 +12,10 @@ import sys
 import textwrap
 import time
 
-from conftest import ROOT, SAMPLES
+from conftest import SAMPLES
 
-from engine import load, parse
-from engine.trace import read_trace
+from mlir_rl_tui.engine import load, parse
+from mlir_rl_tui.engine.trace import read_trace
 
 #: matmul -> matmul. The second matmul's init is created first, so TF fuses the first matmul into it;
 #: TF(0,1,0) tiles the second one by columns, and each of its 512 tiles needs every row of the first
@@ -75,7 +75,7 @@ def _proc(pid: int) -> tuple[str, int, bytes, bytes] | None:
 
 
 def live_workers(tag: str) -> dict[int, int]:
-    """pid -> parent pid of the live `engine.worker` processes started under MLIR_RL_TEST_TAG=tag."""
+    """pid -> parent pid of the live `mlir_rl_tui.engine.worker` processes started under MLIR_RL_TEST_TAG=tag."""
     out = {}
     for name in os.listdir("/proc"):
         if name.isdigit():
@@ -94,7 +94,7 @@ def wait_gone(tag: str, seconds: float) -> dict[int, int]:
 
 
 def tagged_env(tag: str) -> dict[str, str]:
-    return dict(os.environ, MLIR_RL_TEST_TAG=tag, PYTHONPATH=str(ROOT))
+    return dict(os.environ, MLIR_RL_TEST_TAG=tag)
 
 
 def test_a_busy_worker_ends_when_its_parent_is_killed(engine):
@@ -104,8 +104,8 @@ def test_a_busy_worker_ends_when_its_parent_is_killed(engine):
     tag = f"parent-{os.getpid()}-{time.monotonic_ns()}"
     code = textwrap.dedent("""
         import sys
-        from engine import Engine, load, parse
-        from engine.config import MeasureConfig
+        from mlir_rl_tui.engine import Engine, load, parse
+        from mlir_rl_tui.engine.config import MeasureConfig
         prog = load(sys.stdin.read())
         eng = Engine(config=MeasureConfig(runs=1, timeout_factor=1e6), workers=1)
         seen = []

@@ -18,10 +18,10 @@ import pytest
 import torch
 from conftest import ROOT, SAMPLES
 
-from agent import checkpoint as ck
-from agent.policy import ActorCritic, PolicyConfig
-from engine.config import Limits
+from mlir_rl_tui.agent import checkpoint as ck
+from mlir_rl_tui.agent.policy import ActorCritic, PolicyConfig
 from mlir_rl_tui.commands import main
+from mlir_rl_tui.engine.config import Limits
 
 SMALL = PolicyConfig(hidden=16, layers=1)  # a real ActorCritic, small enough to write in milliseconds
 
@@ -102,9 +102,9 @@ def test_a_payload_inside_a_current_format_file_is_refused_too(tmp_path, capsys)
 
 # ------------------------------------------------------------------------------------------------
 def test_an_older_checkpoint_gets_the_convert_command_and_converts(tmp_path, capsys, matmul):
-    from agent.policy import load
-    from agent.suggest import Policy
-    from engine import Session
+    from mlir_rl_tui.agent.policy import load
+    from mlir_rl_tui.agent.suggest import Policy
+    from mlir_rl_tui.engine import Session
 
     torch.manual_seed(0)
     model = ActorCritic(Limits(max_vector_elements=512), SMALL)
@@ -133,7 +133,7 @@ def test_convert_help_says_it_unpickles_and_to_trust_the_file(capsys):
 
 
 def test_shipped_policy_is_in_the_current_format():
-    from agent.suggest import DEFAULT_CHECKPOINT, load_policy
+    from mlir_rl_tui.agent.suggest import DEFAULT_CHECKPOINT, load_policy
 
     raw = torch.load(DEFAULT_CHECKPOINT, weights_only=True)
     assert raw["format"] == ck.FORMAT and raw["version"] == ck.VERSION and raw["kind"] == "policy"
@@ -197,7 +197,7 @@ def _write(path: pathlib.Path, text: str) -> str:
 # ------------------------------------------------------------------------------------------------
 def test_ppo_resume_state_round_trips_without_pickle(tmp_path):
     """Weights, Adam's moments and hyper-parameters, both RNGs and the counters come back as they were."""
-    from agent import ppo
+    from mlir_rl_tui.agent import ppo
 
     torch.manual_seed(0)
     model = ActorCritic(config=SMALL)
@@ -227,7 +227,7 @@ def test_ppo_resume_state_round_trips_without_pickle(tmp_path):
 
 
 def test_older_ppo_resume_state_converts_and_restores(tmp_path, capsys):
-    from agent import ppo
+    from mlir_rl_tui.agent import ppo
 
     model = ActorCritic(config=SMALL)
     opt = torch.optim.Adam(model.parameters())
@@ -271,8 +271,8 @@ def test_bad_manifests_are_one_line_errors(tmp_path, capsys, content, expected):
 
 
 def test_manifest_size_limit(tmp_path, monkeypatch):
-    from agent import data
-    from engine import EngineError, dataset
+    from mlir_rl_tui.agent import data
+    from mlir_rl_tui.engine import EngineError, dataset
 
     man = tmp_path / "manifest.json"
     man.write_text(json.dumps({"programs": [{"path": "a.mlir", "split": "train"}] * 20}))
@@ -289,8 +289,8 @@ def test_manifest_size_limit(tmp_path, monkeypatch):
 
 
 def test_trace_records_of_the_wrong_shape_are_bad_lines(tmp_path, capsys, monkeypatch):
-    from engine import EngineError
-    from engine import trace as tr
+    from mlir_rl_tui.engine import EngineError
+    from mlir_rl_tui.engine import trace as tr
 
     good = {"program": "p.mlir", "program_sha256": "ab", "op": "op0", "step": 0, "action": "NT"}
     lines = [json.dumps(good), "[1, 2]", json.dumps({**good, "op": 3}), json.dumps({**good, "step": "0"}),
@@ -308,7 +308,7 @@ def test_trace_records_of_the_wrong_shape_are_bad_lines(tmp_path, capsys, monkey
 
 
 def test_foreign_cache_rows_are_misses(tmp_path):
-    from engine.cache import Cache
+    from mlir_rl_tui.engine.cache import Cache
 
     c = Cache(str(tmp_path / "c.sqlite"))
     c.put("p", "s", "m", {"status": "ok"})
@@ -361,8 +361,8 @@ def test_no_unsafe_loading_in_the_product_code():
 @pytest.mark.parametrize("decl", ["func.func private @abort()", "llvm.func @abort()"])
 def test_a_program_that_would_call_outside_code_is_refused(tmp_path, decl):
     """`func.call @abort()` to an external declaration aborted the worker before: now the loader refuses it."""
-    from engine import load_file
-    from engine.errors import LoadError
+    from mlir_rl_tui.engine import load_file
+    from mlir_rl_tui.engine.errors import LoadError
 
     p = tmp_path / "evil.mlir"
     p.write_text(decl + """

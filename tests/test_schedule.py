@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from engine import Action, ScheduleError, parse, to_text
+from mlir_rl_tui.engine import Action, ScheduleError, parse, to_text
 
 
 def test_round_trip_and_canonical_order():

@@ -10,10 +10,10 @@ import threading
 import pytest
 from conftest import SAMPLES
 
-from engine import load_file
-from engine.errors import EngineError
-from engine.mask import check_schedule
-from engine.search import METHODS, search
+from mlir_rl_tui.engine import load_file
+from mlir_rl_tui.engine.errors import EngineError
+from mlir_rl_tui.engine.mask import check_schedule
+from mlir_rl_tui.engine.search import METHODS, search
 
 
 def complete_and_legal(program, schedule) -> bool:

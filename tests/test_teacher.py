@@ -5,13 +5,13 @@ from __future__ import annotations
 import pytest
 from conftest import SAMPLE_FILES
 
-from engine import load_file, to_text
-from engine.search.base import Evaluator
+from mlir_rl_tui.engine import load_file, to_text
+from mlir_rl_tui.engine.search.base import Evaluator
 
 
 @pytest.mark.parametrize("path", SAMPLE_FILES, ids=lambda p: p.stem)
 def test_every_recipe_builds_a_legal_schedule_on_every_sample(path, engine):
-    from agent.teacher import NT, moves, schedule_from, starts
+    from mlir_rl_tui.agent.teacher import NT, moves, schedule_from, starts
 
     prog = load_file(str(path))
     ev = Evaluator(engine, prog, 1, "recipe")
@@ -28,7 +28,7 @@ def test_every_recipe_builds_a_legal_schedule_on_every_sample(path, engine):
 
 
 def test_recipe_search_on_matmul_beats_the_baseline_within_budget(engine, matmul):
-    from agent.teacher import recipe_search
+    from mlir_rl_tui.agent.teacher import recipe_search
 
     sched, speedup, recipes, res = recipe_search(engine, matmul, budget=6)
     assert res.evaluated + res.cache_hits >= 1 and res.evaluated <= 6

@@ -5,10 +5,10 @@ from __future__ import annotations
 import itertools
 import math
 
-from engine.engine import Measurement
-from engine.program import TensorSpec
-from engine.roofline import Peaks, measure_peaks, place
-from engine.timing import Series, TimingConfig, median_ci, time_kernel
+from mlir_rl_tui.engine.engine import Measurement
+from mlir_rl_tui.engine.program import TensorSpec
+from mlir_rl_tui.engine.roofline import Peaks, measure_peaks, place
+from mlir_rl_tui.engine.timing import Series, TimingConfig, median_ci, time_kernel
 
 FAST = TimingConfig(round_s=0.0005, min_rounds=6, max_rounds=20, warmup_s=0.0, max_warmup_s=0.01, budget_s=0.05)
 

@@ -11,9 +11,9 @@ torch = pytest.importorskip("torch", reason="torch is the agent extra (scripts/s
 
 @pytest.mark.parametrize("name", ["matmul", "conv2d", "maxpool", "add", "relu"])
 def test_pytorch_computes_the_sample(name):
-    from agent.torch_reference import reference_output
-    from engine import load_file
-    from engine.compile import Stages, compile_module, random_inputs
+    from mlir_rl_tui.agent.torch_reference import reference_output
+    from mlir_rl_tui.engine import load_file
+    from mlir_rl_tui.engine.compile import Stages, compile_module, random_inputs
 
     prog = load_file(str(SAMPLES / f"{name}.mlir"))
     k, _ = compile_module(prog.text, None, False, prog.func_name, prog.args, prog.results[0], Stages())
@@ -26,7 +26,7 @@ def test_pytorch_computes_the_sample(name):
 
 
 def test_no_reference_for_a_chain():
-    from agent.torch_reference import reference
-    from engine import load_file
+    from mlir_rl_tui.agent.torch_reference import reference
+    from mlir_rl_tui.engine import load_file
 
     assert reference(load_file(str(SAMPLES / "sequence5.mlir"))) is None

@@ -6,9 +6,9 @@ import os
 import subprocess
 import sys
 
-from engine import parse
-from engine.export import replayable, strip_transforms
-from engine.transforms import script
+from mlir_rl_tui.engine import parse
+from mlir_rl_tui.engine.export import replayable, strip_transforms
+from mlir_rl_tui.engine.transforms import script
 
 
 def test_script_has_one_builder_per_action(matmul):
@@ -63,8 +63,8 @@ def test_mlir_opt_replay_of_a_parallel_conv_gives_the_same_result(engine, tmp_pa
     import numpy as np
     from conftest import SAMPLES
 
-    from engine import load_file
-    from engine.compile import Stages, compile_module, random_inputs
+    from mlir_rl_tui.engine import load_file
+    from mlir_rl_tui.engine.compile import Stages, compile_module, random_inputs
 
     conv = load_file(str(SAMPLES / "conv2d.mlir"))
     sched = parse("op0: TP(1,28,0,0,0,0,0) T(1,1,8,32,1,0,1) V; op1: T(1,2,8,64) V")

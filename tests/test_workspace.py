@@ -7,8 +7,8 @@ import json
 import pytest
 from conftest import SAMPLES
 
-from engine import Action, EngineError, load_file
 from mlir_rl_tui.adapter import FakeAdapter
+from mlir_rl_tui.engine import Action, EngineError, load_file
 from mlir_rl_tui.workspace import Workspace
 
 
@@ -51,7 +51,7 @@ def test_records_are_written_in_step_order_with_their_measurement(ws, tmp_path):
 
 
 def test_cancelled_measurement_is_forgotten_and_export_writes_four_files(ws, tmp_path):
-    from engine import Measurement
+    from mlir_rl_tui.engine import Measurement
 
     ws.apply(Action("T", (8, 32, 1)))
     ws.measured(ws.schedule_text, Measurement("cancelled", ws.schedule_text))

@@ -2,7 +2,7 @@
 random and greedy, beam search, the 2024 paper's restricted exhaustive search).
 
 ```python
-from engine.search import search
+from mlir_rl_tui.engine.search import search
 r = search(engine, program, "hill", budget=30, seed=0, trace="hill.jsonl", on_progress=print)
 r.best (Measurement), r.schedule (Schedule), r.evaluated, r.cache_hits, r.history [(spent, best speedup)]
 ```
@@ -18,15 +18,15 @@ from collections.abc import Callable
 
 import numpy as np
 
-from engine.engine import Engine
-from engine.errors import EngineError
-from engine.program import Program
-from engine.search.base import BudgetExhausted, Evaluator, SearchResult
-from engine.search.beam import beam
-from engine.search.exhaustive import exhaustive
-from engine.search.greedy import greedy
-from engine.search.hill import hill_climb
-from engine.search.random_search import random_search
+from mlir_rl_tui.engine.engine import Engine
+from mlir_rl_tui.engine.errors import EngineError
+from mlir_rl_tui.engine.program import Program
+from mlir_rl_tui.engine.search.base import BudgetExhausted, Evaluator, SearchResult
+from mlir_rl_tui.engine.search.beam import beam
+from mlir_rl_tui.engine.search.exhaustive import exhaustive
+from mlir_rl_tui.engine.search.greedy import greedy
+from mlir_rl_tui.engine.search.hill import hill_climb
+from mlir_rl_tui.engine.search.random_search import random_search
 
 METHODS: dict[str, Callable] = {
     "hill": hill_climb, "random": random_search, "greedy": greedy, "beam": beam, "exhaustive": exhaustive,
@@ -48,7 +48,7 @@ def search(engine: Engine, program: Program, method: str, budget: int, seed: int
     except BudgetExhausted:
         ev.result.stopped = "cancelled" if cancel is not None and cancel.is_set() else "budget"
     if trace:
-        from engine.trace import write_schedule
+        from mlir_rl_tui.engine.trace import write_schedule
 
         write_schedule(trace, program, ev.result.schedule, "search", ev.result.best, engine.limits, engine.openmp)
     return ev.result

@@ -11,12 +11,12 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from itertools import permutations
 
-from engine.engine import Engine, Measurement
-from engine.errors import EngineError, ScheduleError
-from engine.mask import OpState
-from engine.program import Program
-from engine.schedule import TILED, Action, Schedule, to_text
-from engine.session import Session
+from mlir_rl_tui.engine.engine import Engine, Measurement
+from mlir_rl_tui.engine.errors import EngineError, ScheduleError
+from mlir_rl_tui.engine.mask import OpState
+from mlir_rl_tui.engine.program import Program
+from mlir_rl_tui.engine.schedule import TILED, Action, Schedule, to_text
+from mlir_rl_tui.engine.session import Session
 
 #: Uniform tile sizes tried by greedy and beam moves (hill and exhaustive have their own spaces).
 MOVE_SIZES = (8, 16, 32, 64)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from engine.schedule import to_text
-from engine.search.base import Evaluator, complete, moves, skip_untunable
+from mlir_rl_tui.engine.schedule import to_text
+from mlir_rl_tui.engine.search.base import Evaluator, complete, moves, skip_untunable
 
 WIDTH = 3
 

@@ -13,10 +13,10 @@ from itertools import product
 
 import numpy as np
 
-from engine.mask import action_mask
-from engine.schedule import Action, Schedule
-from engine.search.base import Evaluator, finish_op, try_apply, tunable
-from engine.session import Session
+from mlir_rl_tui.engine.mask import action_mask
+from mlir_rl_tui.engine.schedule import Action, Schedule
+from mlir_rl_tui.engine.search.base import Evaluator, finish_op, try_apply, tunable
+from mlir_rl_tui.engine.session import Session
 
 SIZES = (32, 16, 64, 8, 0)
 

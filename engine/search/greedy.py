@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from engine.search.base import Evaluator, complete, finish_op, moves, skip_untunable
+from mlir_rl_tui.engine.search.base import Evaluator, complete, finish_op, moves, skip_untunable
 
 
 def greedy(ev: Evaluator, rng: np.random.Generator) -> None:

@@ -17,8 +17,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from engine.schedule import Action, Schedule
-from engine.search.base import Evaluator, finish_op, fit_sizes, try_apply, tunable
+from mlir_rl_tui.engine.schedule import Action, Schedule
+from mlir_rl_tui.engine.search.base import Evaluator, finish_op, fit_sizes, try_apply, tunable
 
 START_SIZE = 32
 MAX_RESTARTS = 20
@@ -98,7 +98,7 @@ def starts(ev: Evaluator, allowed: dict[str, list[str]] | None = None) -> list[d
 
 def kinds(ev: Evaluator, op_id: str) -> list[str]:
     """First-tiling kinds the op allows before any action (TF needs a producer, TP needs OpenMP)."""
-    from engine.mask import transformation_reasons
+    from mlir_rl_tui.engine.mask import transformation_reasons
 
     sess = ev.session()
     allowed = transformation_reasons(sess.states[op_id], ev.program, ev.engine.limits, ev.openmp)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from engine.schedule import TILED, Action
-from engine.search.base import Evaluator, skip_untunable
-from engine.session import Session
+from mlir_rl_tui.engine.schedule import TILED, Action
+from mlir_rl_tui.engine.search.base import Evaluator, skip_untunable
+from mlir_rl_tui.engine.session import Session
 
 MAX_DRAWS_PER_BUDGET = 50  # ends a search whose draws keep repeating (a tiny space)
 

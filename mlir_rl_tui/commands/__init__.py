@@ -9,7 +9,7 @@ command's own `--help` starts with it. A command module has
 
 So `mlir-rl-tui --help` imports neither MLIR, torch nor Textual (check with `python -X importtime -m
 mlir_rl_tui --help`). Without a command, `mlir-rl-tui FILE` opens the app (`open.py`). Errors a user can
-cause (`engine.EngineError`, `CliError`) are one line on stderr and exit status 2; `--json` prints one
+cause (`mlir_rl_tui.engine.EngineError`, `CliError`) are one line on stderr and exit status 2; `--json` prints one
 JSON object on stdout.
 """
 
@@ -35,6 +35,7 @@ class Command(NamedTuple):
 
 
 COMMANDS: dict[str, Command] = {
+    "samples": Command("samples", "the sample programs that ship with the product: list, print or copy them"),
     "inspect": Command("inspect", "a program's ops, loops, producers/consumers, features and action mask"),
     "apply": Command("apply", "apply a schedule, measure it, report the speedup"),
     "search": Command("search", "search for a fast schedule with a budget of measurements"),
@@ -54,7 +55,8 @@ COMMANDS: dict[str, Command] = {
 #: `mlir-rl-tui FILE`: the first argument is not a command.
 APP = Command("open", "open the schedule explorer on FILE")
 
-DESCRIPTION = "Schedule explorer for MLIR linalg code. `mlir-rl-tui FILE` opens the app."
+DESCRIPTION = ("Schedule explorer for MLIR linalg code. `mlir-rl-tui FILE` opens the app; FILE is a .mlir file or "
+               "the name of a shipped sample (`mlir-rl-tui samples` lists them).")
 EPILOG = ("`mlir-rl-tui COMMAND --help` describes a command. Environment: MLIR_RL_TUI_CACHE=DIR, the folder of "
           "the measurement cache (default: the user cache folder, ~/.cache/mlir-rl-tui); MLIR_RL_TUI_DEBUG=1, "
           "a traceback instead of the one-line internal error.")
@@ -97,6 +99,19 @@ def _define(p: argparse.ArgumentParser, cmd: Command) -> argparse.ArgumentParser
     return p
 
 
+class _Version(argparse.Action):
+    """`--version`: the installed version, looked up only when asked (importlib.metadata)."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help=None):
+        super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        from mlir_rl_tui import version
+
+        print(f"mlir-rl-tui {version()}")
+        parser.exit()
+
+
 def app_parser() -> argparse.ArgumentParser:
     return _define(argparse.ArgumentParser(prog="mlir-rl-tui", formatter_class=_Paragraphs), APP)
 
@@ -107,6 +122,7 @@ def build_parser(name: str | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="mlir-rl-tui", usage=f"{usage}\n       mlir-rl-tui COMMAND [-h] ...", description=DESCRIPTION,
         epilog=EPILOG, formatter_class=_Paragraphs)
+    parser.add_argument("--version", action=_Version, help="print the version and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands")
     for n, cmd in COMMANDS.items():
         p = sub.add_parser(n, prog=f"mlir-rl-tui {n}", help=cmd.help, description=_description(cmd, None),
@@ -117,7 +133,7 @@ def build_parser(name: str | None = None) -> argparse.ArgumentParser:
 
 
 def _user_error(e: BaseException) -> bool:
-    errors = sys.modules.get("engine.errors")  # not imported: the error cannot be one of the engine's
+    errors = sys.modules.get("mlir_rl_tui.engine.errors")  # not imported: the error cannot be one of the engine's
     return isinstance(e, CliError) or (errors is not None and isinstance(e, errors.EngineError))
 
 

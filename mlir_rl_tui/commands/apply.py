@@ -7,6 +7,7 @@ import argparse
 from mlir_rl_tui.commands.common import (
     add_entry,
     add_json,
+    add_program,
     check_measurable,
     emit,
     fail,
@@ -17,7 +18,7 @@ from mlir_rl_tui.commands.common import (
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("file")
+    add_program(p)
     add_entry(p)
     p.add_argument("--schedule", default="", help="e.g. 'op0: TP(64,64,0) T(8,32,1) V' ('' = baseline)")
     add_json(p)
@@ -32,8 +33,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from engine import parse
-    from engine.mask import check_schedule
+    from mlir_rl_tui.engine import parse
+    from mlir_rl_tui.engine.mask import check_schedule
     from mlir_rl_tui.progress import ProgressLine
 
     prog = load_program(args)
@@ -41,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
     check_schedule(prog, sched)  # one-line ScheduleError before any work
     check_measurable(prog, args.file)
     if args.emit_transform:
-        from engine.export import replayable
+        from mlir_rl_tui.engine.export import replayable
 
         write_text(args.emit_transform, replayable(prog, sched))
     with ProgressLine() as line, make_engine(args) as eng:

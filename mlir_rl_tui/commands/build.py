@@ -4,19 +4,19 @@ from __future__ import annotations
 
 import argparse
 
-from mlir_rl_tui.commands.common import emit, make_engine
+from mlir_rl_tui.commands.common import add_program, emit, make_engine
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("file")
+    add_program(p)
     p.add_argument("--schedule", required=True, help='the schedule, e.g. "op0: TP(32,32,0) T(8,32,1) V; op1: NT"')
     p.add_argument("-o", "--output", required=True, help="the shared library to write (OUT.so; OUT.so.json beside it)")
     p.add_argument("--json", action="store_true", help="print the kernel's description as one JSON object")
 
 
 def run(args: argparse.Namespace) -> int:
-    from engine import load_file, parse
-    from engine.native import build_library
+    from mlir_rl_tui.engine import load_file, parse
+    from mlir_rl_tui.engine.native import build_library
 
     prog = load_file(args.file)
     sched = parse(args.schedule)

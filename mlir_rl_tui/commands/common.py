@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 
 
@@ -33,6 +34,27 @@ def add_json(p: argparse.ArgumentParser, text: str = "print one JSON object") ->
     p.add_argument("--json", action="store_true", help=text)
 
 
+def program_arg(arg: str) -> str:
+    """A FILE argument (argparse `type`): the file, or the shipped sample of that name when no such file
+    exists here (mlir_rl_tui.samples.program); a bare name that is neither is a one-line error."""
+    from mlir_rl_tui import samples
+
+    path = samples.program(arg)
+    if path == arg and not os.path.exists(arg) and samples.looks_like_name(arg):
+        try:
+            known = ", ".join(samples.names())
+        except samples.NoSample as e:
+            known = str(e)
+        raise CliError(f"{arg}: no such file, nor a shipped sample ({known})")
+    return path
+
+
+def add_program(p: argparse.ArgumentParser) -> None:
+    """The program argument FILE of a command (and of the app)."""
+    p.add_argument("file", metavar="FILE", type=program_arg,
+                   help="a .mlir file, or the name of a shipped sample (`mlir-rl-tui samples` lists them)")
+
+
 def add_entry(p: argparse.ArgumentParser) -> None:
     p.add_argument("--entry", metavar="NAME",
                    help="the function to schedule and time (needed when the file has several)")
@@ -40,7 +62,7 @@ def add_entry(p: argparse.ArgumentParser) -> None:
 
 def load_program(args: argparse.Namespace):
     """Load args.file with args.entry, guarded (engine.loader): every failure is one line."""
-    from engine.loader import load_file
+    from mlir_rl_tui.engine.loader import load_file
     from mlir_rl_tui.progress import ProgressLine
 
     with ProgressLine() as line:
@@ -51,7 +73,7 @@ def load_program(args: argparse.Namespace):
 def check_measurable(prog, name: str) -> None:
     """Before measuring: refuse a program whose untransformed run is too long to measure (one-line
     error), and say on stderr how long measuring will take when that is more than a few seconds."""
-    from engine.program import measurement_note
+    from mlir_rl_tui.engine.program import measurement_note
 
     text = measurement_note(prog, name)
     if text:
@@ -60,8 +82,8 @@ def check_measurable(prog, name: str) -> None:
 
 def make_engine(args: argparse.Namespace):
     """The engine with the command's `--runs` and `--no-cache`, when it has them."""
-    from engine import Engine
-    from engine.config import MeasureConfig
+    from mlir_rl_tui.engine import Engine
+    from mlir_rl_tui.engine.config import MeasureConfig
 
     cfg = MeasureConfig(runs=getattr(args, "runs", None) or MeasureConfig.runs)
     return Engine(config=cfg, reuse=not getattr(args, "no_cache", False))
@@ -69,7 +91,7 @@ def make_engine(args: argparse.Namespace):
 
 def load_policy(path: str | None):
     """The policy at `path`, or the shipped one; imports torch."""
-    from agent.suggest import load_policy as load
+    from mlir_rl_tui.agent.suggest import load_policy as load
 
     pol = load(path)
     if pol is None:

@@ -21,13 +21,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from agent.checkpoint import convert
+    from mlir_rl_tui.agent.checkpoint import convert
 
     if not os.path.exists(args.old):
         raise CliError(f"{args.old}: no such checkpoint")
     kind = convert(args.old, args.new)
     if kind == "policy":
-        from agent.policy import load
+        from mlir_rl_tui.agent.policy import load
 
         load(args.new)  # the converted policy must load like any other
     if args.json:

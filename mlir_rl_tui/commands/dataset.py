@@ -22,7 +22,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from engine import dataset
+    from mlir_rl_tui.engine import dataset
     from mlir_rl_tui.progress import ProgressLine
 
     if args.dataset_command != "generate":

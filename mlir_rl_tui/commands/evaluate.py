@@ -29,8 +29,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from agent.data import program_paths
-    from agent.evaluate import evaluation
+    from mlir_rl_tui.agent.data import program_paths
+    from mlir_rl_tui.agent.evaluate import evaluation
     from mlir_rl_tui.progress import ProgressLine
 
     paths = program_paths(args.programs, args.split)

@@ -24,11 +24,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        from agent.torch_import import import_module
+        from mlir_rl_tui.agent.torch_import import import_module
     except ImportError as e:
         raise CliError(f"importing from PyTorch needs torch and torch-mlir: pip install 'mlir-rl-tui[import]' "
                        f"({e})") from None
-    from engine import load_file
+    from mlir_rl_tui.engine import load_file
 
     name = args.spec.rpartition(":")[2] or "module"
     out = args.output or f"{name.lower()}.mlir"

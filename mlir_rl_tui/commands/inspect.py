@@ -4,24 +4,24 @@ from __future__ import annotations
 
 import argparse
 
-from mlir_rl_tui.commands.common import add_entry, add_json, emit, load_program
+from mlir_rl_tui.commands.common import add_entry, add_json, add_program, emit, load_program
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("file")
+    add_program(p)
     add_entry(p)
     add_json(p)
 
 
 def run(args: argparse.Namespace) -> int:
-    from engine import Session
-    from engine.mask import action_mask
+    from mlir_rl_tui.engine import Session
+    from mlir_rl_tui.engine.mask import action_mask
 
     prog = load_program(args)
     sess = Session(prog)
     masks = {o.id: action_mask(sess.states[o.id], prog, sess.limits, sess.openmp) for o in prog.ops}
     if args.json:
-        from engine.features import features
+        from mlir_rl_tui.engine.features import features
 
         ops = [{"id": o.id, "name": o.name, "type": o.op_type, "location": o.location,
                 "loops": [{"bound": lp.bound, "iterator": lp.iterator} for lp in o.loops],

@@ -23,7 +23,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"{name.split('-', 1)[-1]:12} {les.title} ({len(les.steps)} steps)")
         return 0
     les = lessons.load(args.name)
-    from engine import load_file
     from mlir_rl_tui.app import run_app
+    from mlir_rl_tui.engine import load_file
 
     return run_app(load_file(les.program), record=args.record, lesson=les)

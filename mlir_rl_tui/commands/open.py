@@ -4,23 +4,23 @@ from __future__ import annotations
 
 import argparse
 
-from mlir_rl_tui.commands.common import CliError, add_entry
+from mlir_rl_tui.commands.common import CliError, add_entry, add_program
 
 DESCRIPTION = """The file is parsed in the loader process while this one imports Textual: a bad file fails
 with one line before the screen is taken. With several candidate functions and no --entry, a picker asks."""
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("file", metavar="FILE")
+    add_program(p)
     add_entry(p)
     p.add_argument("--policy", metavar="P", help="policy checkpoint for suggestions (default: the shipped one)")
     p.add_argument("--record", metavar="TRACE", help="append a trace of every step to this JSONL file")
 
 
 def run(args: argparse.Namespace) -> int:
-    from engine.errors import EntryError
-    from engine.loader import PendingLoad, load_file
-    from engine.program import measurement_note
+    from mlir_rl_tui.engine.errors import EntryError
+    from mlir_rl_tui.engine.loader import PendingLoad, load_file
+    from mlir_rl_tui.engine.program import measurement_note
     from mlir_rl_tui.progress import ProgressLine
 
     # the loader parses while this process imports Textual; a bad file fails before the screen is taken

@@ -7,6 +7,7 @@ import argparse
 from mlir_rl_tui.commands.common import (
     add_entry,
     add_json,
+    add_program,
     check_measurable,
     emit,
     load_policy,
@@ -16,7 +17,7 @@ from mlir_rl_tui.commands.common import (
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("file")
+    add_program(p)
     add_entry(p)
     p.add_argument("--policy", help="policy checkpoint (default: the shipped one)")
     add_json(p)
@@ -27,8 +28,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from agent.suggest import to_measure
-    from engine import Schedule, Session
+    from mlir_rl_tui.agent.suggest import to_measure
+    from mlir_rl_tui.engine import Schedule, Session
     from mlir_rl_tui.progress import ProgressLine
 
     prog = load_program(args)

@@ -16,8 +16,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from engine.mask import check_schedule
-    from engine.trace import read_trace
+    from mlir_rl_tui.engine.mask import check_schedule
+    from mlir_rl_tui.engine.trace import read_trace
     from mlir_rl_tui.progress import ProgressLine
 
     try:
@@ -62,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _resolve_program(ep, trace_path: str, entry: str | None = None):
     """The episode's program: its path (as recorded, then beside the trace), or the text it carries."""
-    from engine import load, load_file
+    from mlir_rl_tui.engine import load, load_file
 
     text = ep.program_text
     if text is not None:

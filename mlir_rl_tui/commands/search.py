@@ -9,6 +9,7 @@ from mlir_rl_tui.commands.common import (
     CliError,
     add_entry,
     add_json,
+    add_program,
     check_measurable,
     emit,
     fmt_speedup,
@@ -18,9 +19,9 @@ from mlir_rl_tui.commands.common import (
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from engine.search import METHODS  # the engine's list, so a new method is a choice here at once
+    from mlir_rl_tui.engine.search import METHODS  # the engine's list, so a new method is a choice here at once
 
-    p.add_argument("file")
+    add_program(p)
     add_entry(p)
     p.add_argument("--method", choices=list(METHODS), default="hill")
     p.add_argument("--budget", type=int, default=30, help="measurements the search may make (default 30)")
@@ -31,7 +32,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from engine.search import search
+    from mlir_rl_tui.engine.search import search
     from mlir_rl_tui.progress import ProgressLine
 
     if args.budget < 1:

@@ -12,7 +12,7 @@ import os
 import sys
 import textwrap
 
-from agent import ppo, recipes
+from mlir_rl_tui.agent import ppo, recipes
 from mlir_rl_tui.commands.common import CliError
 
 DESCRIPTION = f"""Without --recipe: PPO on --programs (folders, a dataset manifest's train split or .mlir files)
@@ -110,9 +110,9 @@ def _ppo(given: dict) -> int:
     traces, epochs = given.pop("bc", []), given.pop("bc_epochs", BC_EPOCHS)
     a = ppo.Args(**given)
     if traces:
-        from agent import bc
-        from agent.data import load_programs
-        from agent.policy import ActorCritic, load, save
+        from mlir_rl_tui.agent import bc
+        from mlir_rl_tui.agent.data import load_programs
+        from mlir_rl_tui.agent.policy import ActorCritic, load, save
 
         progs = load_programs(a.programs, split="train")
         examples = [e for t in traces for e in bc.examples_from_trace(t, progs)]

@@ -26,8 +26,8 @@ import os
 import tomllib
 from dataclasses import dataclass, field
 
-from engine.errors import EngineError
-from engine.schedule import parse
+from mlir_rl_tui.engine.errors import EngineError
+from mlir_rl_tui.engine.schedule import parse
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 VIEWS = ("original", "transformed", "diff", "loops", "script")
@@ -84,9 +84,12 @@ def load(name_or_path: str) -> Lesson:
             raise EngineError(f"{path}: missing `{key}`")
     prog = str(data["program"])
     if not prog.endswith(".mlir"):
-        from mlir_rl_tui.samples import sample_path
+        from mlir_rl_tui.samples import NoSample, sample_path
 
-        prog_path = sample_path(prog)
+        try:
+            prog_path = sample_path(prog)
+        except NoSample as e:
+            raise EngineError(f"{path}: {e}") from None
     else:
         prog_path = os.path.join(os.path.dirname(os.path.abspath(path)), prog)
     steps = []
@@ -108,8 +111,8 @@ def load(name_or_path: str) -> Lesson:
                           float(faster) if faster is not None else None))
     if not steps:
         raise EngineError(f"{path}: a lesson needs at least one step")
-    from engine import load_file
-    from engine.mask import check_schedule
+    from mlir_rl_tui.engine import load_file
+    from mlir_rl_tui.engine.mask import check_schedule
 
     program = load_file(prog_path)
     for i, st in enumerate(steps):

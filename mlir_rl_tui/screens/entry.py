@@ -12,7 +12,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Label, OptionList
 from textual.widgets.option_list import Option
 
-from engine import EngineError, Program
+from mlir_rl_tui.engine import EngineError, Program
 
 
 @dataclass

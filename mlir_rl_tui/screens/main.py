@@ -17,9 +17,9 @@ from textual.screen import Screen
 from textual.widgets import Footer, Header, TabbedContent, TabPane
 from textual.worker import Worker, WorkerState, get_current_worker
 
-from engine import Action, EngineError, Program, Session, to_text
 from mlir_rl_tui import workarounds
 from mlir_rl_tui.adapter import Adapter, NoPolicy, Suggestion
+from mlir_rl_tui.engine import Action, EngineError, Program, Session, to_text
 from mlir_rl_tui.messages import (
     DiffReady,
     ExportDone,

@@ -10,9 +10,9 @@ from textual.containers import Horizontal
 from textual.message import Message
 from textual.widgets import Button, Label, Select
 
-from engine import Action, ScheduleError, Session
-from engine.config import TRANSFORMATIONS
-from engine.schedule import TILED
+from mlir_rl_tui.engine import Action, ScheduleError, Session
+from mlir_rl_tui.engine.config import TRANSFORMATIONS
+from mlir_rl_tui.engine.schedule import TILED
 from mlir_rl_tui.widgets.loopnest import _var
 
 MAX_LOOPS = 12  # Limits.n_loops: the action space has no more loop positions

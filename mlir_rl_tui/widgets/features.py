@@ -8,10 +8,10 @@ from rich.table import Table
 from rich.text import Text
 from textual.containers import VerticalScroll
 
-from engine import Session
-from engine.config import ARITH_KINDS, OP_TYPES
-from engine.features import blocks, features, split
-from engine.mask import OpState, vectorize_choice
+from mlir_rl_tui.engine import Session
+from mlir_rl_tui.engine.config import ARITH_KINDS, OP_TYPES
+from mlir_rl_tui.engine.features import blocks, features, split
+from mlir_rl_tui.engine.mask import OpState, vectorize_choice
 from mlir_rl_tui.widgets.cached import RenderedStatic
 
 ARITH_SIGNS = {"add": "+", "sub": "-", "mul": "*", "div": "/", "exp": "exp"}

@@ -6,7 +6,7 @@ from rich.text import Text
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
-from engine import Measurement
+from mlir_rl_tui.engine import Measurement
 
 
 class LessonView(VerticalScroll):

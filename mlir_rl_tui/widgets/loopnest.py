@@ -6,8 +6,8 @@ run over one tile, interchange reorders the point loops, and V turns them into o
 
 from __future__ import annotations
 
-from engine.mask import OpState
-from engine.schedule import TILED
+from mlir_rl_tui.engine.mask import OpState
+from mlir_rl_tui.engine.schedule import TILED
 
 NAMES = "ijklmnopqrstuvwxyz"
 

@@ -7,8 +7,8 @@ from rich.table import Table
 from rich.text import Text
 from textual.containers import VerticalScroll
 
-from engine import Session
-from engine.schedule import TILED
+from mlir_rl_tui.engine import Session
+from mlir_rl_tui.engine.schedule import TILED
 from mlir_rl_tui.widgets.cached import RenderedStatic
 
 YES = Text("✓", style="bold green")

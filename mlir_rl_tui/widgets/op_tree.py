@@ -7,7 +7,7 @@ from textual.cache import LRUCache
 from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 
-from engine import Session
+from mlir_rl_tui.engine import Session
 
 STATE_STYLE = {"untouched": "dim", "scheduled": "yellow", "vectorized": "green", "done": "cyan"}
 

@@ -1,4 +1,5 @@
-"""Status bar: baseline, current time, speedup, GFLOP/s, and the measurement status or progress."""
+"""Status bar: baseline, current time, speedup, GFLOP/s, the parallel runtime, and the measurement status or
+progress."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.widgets import ProgressBar, Static
 
-from engine import Measurement
+from mlir_rl_tui.engine import Measurement
 
 STATUS_STYLE = {"ok": "green", "cancelled": "dim", "measuring": "yellow"}
 
@@ -38,6 +39,7 @@ class StatusBar(Horizontal):
         self.speedup: float | None = None
         self.rel_error: float | None = None
         self.peak: tuple[float, str] | None = None  # (fraction of the roofline bound, "compute"|"memory")
+        self.runtime: str | None = None  # "openmp" or "async" when the schedule ran in parallel (TP/TF)
         self.status = "idle"
         self.message = ""
         self._numbers: str | None = None
@@ -59,10 +61,11 @@ class StatusBar(Horizontal):
     def set_measurement(self, m: Measurement | None) -> None:
         """Show `m` (None: the schedule is not measured yet)."""
         if m is None or not m.ok:
-            self.time_ms = self.speedup = self.rel_error = self.peak = None
+            self.time_ms = self.speedup = self.rel_error = self.peak = self.runtime = None
         else:
             self.time_ms, self.speedup, self.rel_error = m.time_ms, m.speedup, m.rel_error
             self.peak = (m.peak_fraction, m.bound) if m.peak_fraction is not None else None
+            self.runtime = m.runtime if m.runtime not in ("", "serial") else None
         if m is not None and m.baseline_ms:
             self.baseline_ms = m.baseline_ms
         self._render_numbers()
@@ -98,6 +101,8 @@ class StatusBar(Horizontal):
             frac, bound = self.peak
             text.append_text(Text.assemble(("  ", ""), (f"{100 * frac:.0f}%", "bold"),
                                            (" of FMA peak" if bound == "compute" else " of bandwidth", "dim")))
+        if self.runtime:
+            text.append_text(Text.assemble(("  ", ""), (self.runtime, "dim")))
         if text.plain != self._numbers:
             # the numbers are sized to their text: a layout only when their width changes
             layout = len(text.plain) != len(self._numbers or "")
