@@ -296,7 +296,7 @@ def main() -> int:
     p.add_argument("--timeout", type=float, default=300.0, help="seconds to wait for one step's measurement")
     p.add_argument("--stacks", action="store_true", help="sample the main thread's stack during stalls")
     p.add_argument("--off", nargs="+", default=[], metavar="NAME",
-                   choices=["idle_gc", "stable_footer", "rendered_static", "prepared_ir"],
+                   choices=["idle_gc", "prepared_ir"],
                    help="run with these work-arounds off (mlir_rl_tui/workarounds.py)")
     p.add_argument("--json", action="store_true")
     p.add_argument("--child", help=argparse.SUPPRESS)

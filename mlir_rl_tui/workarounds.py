@@ -1,13 +1,11 @@
-"""The app's work-arounds for Textual's costs, each with a switch to measure the app without it.
+"""The app's two work-arounds on Textual's private internals, each with a switch to measure the app without it.
 
-Each one reads private Textual internals (textual==8.2.8, pinned in pyproject.toml) to keep a frame short;
-`benchmarks/app_responsiveness.py --off NAME` runs the app with NAME off (the public-API way) and the
-README's "What the app's work-arounds buy" table says what each one measured. Names:
+Both read private Textual internals (textual==8.2.8, pinned in pyproject.toml) to keep frames short;
+`benchmarks/app_responsiveness.py --off NAME` runs the app with NAME off (the public-API way); the README's
+"App responsiveness" says what each one measured. Two more (a footer recomposed only when its keys change,
+panels rendered by Rich in thread workers) measured no difference and were removed. Names:
 
 - `idle_gc`: full garbage collections only between frames (mlir_rl_tui/idle_gc.py); off: CPython's own.
-- `stable_footer`: a Footer recomposed only when its keys change (widgets/footer.py); off: Textual's Footer.
-- `rendered_static`: panels built and rendered by Rich in a thread worker (widgets/cached.py); off: built
-  and rendered on the event loop by `Static.update`.
 - `prepared_ir`: MLIR parsed and highlighted in a thread worker (widgets/ir_view.py); off:
   `TextArea.load_text` with the MLIR language registered, on the event loop.
 
@@ -18,7 +16,7 @@ from __future__ import annotations
 
 import os
 
-NAMES: tuple[str, ...] = ("idle_gc", "stable_footer", "rendered_static", "prepared_ir")
+NAMES: tuple[str, ...] = ("idle_gc", "prepared_ir")
 ENV = "MLIR_RL_TUI_OFF"
 
 

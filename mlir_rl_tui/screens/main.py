@@ -17,7 +17,6 @@ from textual.screen import Screen
 from textual.widgets import Footer, Header, TabbedContent, TabPane
 from textual.worker import Worker, WorkerState, get_current_worker
 
-from mlir_rl_tui import workarounds
 from mlir_rl_tui.adapter import Adapter, NoPolicy, Suggestion
 from mlir_rl_tui.engine import Action, EngineError, Program, Session, to_text
 from mlir_rl_tui.messages import (
@@ -31,7 +30,6 @@ from mlir_rl_tui.messages import (
 )
 from mlir_rl_tui.widgets.action_bar import ActionBar
 from mlir_rl_tui.widgets.features import FeaturesView
-from mlir_rl_tui.widgets.footer import StableFooter
 from mlir_rl_tui.widgets.ir_view import IRView
 from mlir_rl_tui.widgets.lesson import LessonView
 from mlir_rl_tui.widgets.loopnest import loop_nest
@@ -115,7 +113,7 @@ class MainScreen(Screen):
                     yield LessonView(self.lesson, id="lesson-view")
         yield ActionBar(max_loops=max(len(o.loops) for o in self.program.ops), id="actions")
         yield StatusBar(flops=self.program.flops, id="statusbar")
-        yield StableFooter() if workarounds.on("stable_footer") else Footer()
+        yield Footer()
 
     def on_mount(self) -> None:
         import os

@@ -7,12 +7,12 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 from textual.containers import VerticalScroll
+from textual.widgets import Static
 
 from mlir_rl_tui.engine import Session
 from mlir_rl_tui.engine.config import ARITH_KINDS, OP_TYPES
 from mlir_rl_tui.engine.features import blocks, features, split
 from mlir_rl_tui.engine.mask import OpState, vectorize_choice
-from mlir_rl_tui.widgets.cached import RenderedStatic
 
 ARITH_SIGNS = {"add": "+", "sub": "-", "mul": "*", "div": "/", "exp": "exp"}
 
@@ -89,11 +89,11 @@ class FeaturesView(VerticalScroll):
 
     DEFAULT_CSS = """
     FeaturesView { height: 1fr; }
-    FeaturesView > RenderedStatic { width: auto; }
+    FeaturesView > Static { width: auto; }
     """
 
     def compose(self):
-        yield RenderedStatic(id="features-body")
+        yield Static(id="features-body")
 
     def show(self, session: Session) -> None:
-        self.query_one("#features-body", RenderedStatic).show_later(lambda: render_features(session))
+        self.query_one("#features-body", Static).update(render_features(session))

@@ -5,8 +5,8 @@ without it the text is shown plain. The diff is a virtual (line API) `Log` with 
 nest a Rich Syntax rendering.
 
 Nothing slow runs on the UI thread: the highlight query is compiled once in a thread, and each MLIR text but
-the smallest is shown plain at once, then parsed and highlighted in a thread worker (`prepare`); the loop
-nest is rendered in a worker too. Texts longer than MAX_LINES lines (or MAX_CHARS characters) are cut with a
+the smallest is shown plain at once, then parsed and highlighted in a thread worker (`prepare`; without it
+the app stalls 100-160 ms after steps, mlir_rl_tui/workarounds.py). Texts longer than MAX_LINES lines (or MAX_CHARS characters) are cut with a
 note saying so; export writes the whole IR.
 """
 
@@ -25,10 +25,9 @@ from textual.document._document import Document, DocumentBase
 from textual.document._document_navigator import DocumentNavigator
 from textual.document._wrapped_document import WrappedDocument
 from textual.message import Message
-from textual.widgets import ContentSwitcher, Log, Tab, Tabs, TextArea
+from textual.widgets import ContentSwitcher, Log, Static, Tab, Tabs, TextArea
 
 from mlir_rl_tui import workarounds
-from mlir_rl_tui.widgets.cached import RenderedStatic
 
 MODES = {
     "original": "1 orig",
@@ -205,7 +204,7 @@ class IRView(Vertical):
             diff.highlighter = DiffHighlighter()
             yield diff
             with VerticalScroll(id="ir-other"):
-                yield RenderedStatic(id="ir-rich")
+                yield Static(id="ir-rich")
 
     def load_grammar(self) -> None:
         """Compile the MLIR highlight query (0.1-0.5 s) in a thread; the screen calls this after its first
@@ -240,8 +239,6 @@ class IRView(Vertical):
         self._texts[mode] = text
         if mode == self.mode:
             self._show()
-        elif mode == "loops":
-            self._show_loops(text)
 
     def select(self, mode: str) -> None:
         self.query_one(Tabs).active = f"ir-{mode}"
@@ -271,23 +268,17 @@ class IRView(Vertical):
             switcher.current = "ir-other"
 
     def _show_loops(self, text: str) -> None:
-        """The loop nest, highlighted and rendered in a worker: also while another view is shown, so that
-        switching to it finds it ready (the Rich Syntax rendering took 15-20 ms of the switch's frame)."""
+        """The loop nest, highlighted by Rich (rendered when the view is shown)."""
         if self._rich_shown == text:
             return
-        rich = self.query_one("#ir-rich", RenderedStatic)
-        if not rich.laid_out and self.mode != "loops":
-            return  # never shown yet: rendered when it is first shown
         self._rich_shown = text
+        rich = self.query_one("#ir-rich", Static)
         if not text:
             rich.update(Text("(nothing yet)", style="dim"))
             return
         from rich.syntax import Syntax
 
-        def build() -> Syntax:
-            return Syntax(text, "python", theme="monokai", background_color="default", word_wrap=False)
-
-        rich.show_later(build)
+        rich.update(Syntax(text, "python", theme="monokai", background_color="default", word_wrap=False))
 
     def _show_mlir(self, mode: str, text: str) -> None:
         if self._shown == (mode, text):

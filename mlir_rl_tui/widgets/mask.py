@@ -6,10 +6,10 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 from textual.containers import VerticalScroll
+from textual.widgets import Static
 
 from mlir_rl_tui.engine import Session
 from mlir_rl_tui.engine.schedule import TILED
-from mlir_rl_tui.widgets.cached import RenderedStatic
 
 YES = Text("✓", style="bold green")
 NO = Text("✗", style="bold red")
@@ -81,8 +81,7 @@ class MaskView(VerticalScroll):
     """
 
     def compose(self):
-        yield RenderedStatic(id="mask-body")
+        yield Static(id="mask-body")
 
     def show(self, session: Session, kind: str) -> None:
-        """Rendered in a worker: the Rich tables take 10-15 ms, too much for the frame after a step."""
-        self.query_one("#mask-body", RenderedStatic).show_later(lambda: render_mask(session, kind))
+        self.query_one("#mask-body", Static).update(render_mask(session, kind))
