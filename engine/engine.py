@@ -257,24 +257,32 @@ class Engine:
     def per_op(self, program: Program, schedule: Schedule) -> list[dict]:
         """Each op's (or fused group's) share of the schedule's time: [{"ops", "ms", "share"}] in program
         order (engine.profile). Raises EngineError when the schedule does not compile."""
-        from mlir_rl_tui.engine.errors import EngineError
-
         states = check_schedule(program, schedule, self.limits, self.openmp)
-        text = to_text(without_nt(schedule))
-        body = script(program, without_nt(schedule), self.limits) if text else None
-        req = self._request(program, body, bool(text) and uses_parallel(schedule) and self.openmp, mode="per-op")
-        try:
-            res = self.pool.run(req, compile_timeout=self.config.compile_timeout_s)
-        except (WorkerDied, WorkerTimeout, Cancelled) as e:
-            raise EngineError(f"the per-op profile failed: {e or type(e).__name__}") from None
-        if res["status"] != "ok":
-            raise EngineError(f"{res['status']}: {res.get('error', '')}")
+        res, _ = self.worker_job(program, schedule, "the per-op profile", mode="per-op")
         groups = res["per_op"]
         for g in groups:  # a producer fused into its consumer runs (and is timed) inside the consumer's loops
             into = {states[i].fused_into for i in g["ops"] if i in states and states[i].fused_into}
             if into:
                 g["fused_into"] = sorted(into)[0]
         return groups
+
+    def worker_job(self, program: Program, schedule: Schedule, what: str, **kw) -> tuple[dict, bool]:
+        """Run a job other than a measurement on a schedule already checked against the mask, in a worker,
+        with the same script and request as a measurement (`kw`: the job's mode and its fields). Returns the
+        worker's answer and whether the kernel is parallel; EngineError (one line, naming `what`) if it fails."""
+        from mlir_rl_tui.engine.errors import EngineError
+
+        sched = without_nt(schedule)
+        text = to_text(sched)
+        parallel = bool(text) and uses_parallel(sched) and self.openmp
+        req = self._request(program, script(program, sched, self.limits) if text else None, parallel, **kw)
+        try:
+            res = self.pool.run(req, compile_timeout=self.config.compile_timeout_s)
+        except (WorkerDied, WorkerTimeout, Cancelled) as e:
+            raise EngineError(f"{what} failed: {e or type(e).__name__}") from None
+        if res["status"] != "ok":
+            raise EngineError(f"{res['status']}: {res.get('error', '')}")
+        return res, parallel
 
     def compile_only(self, program: Program, schedule: Schedule, *, check: bool = True) -> Measurement:
         """Transform, lower and JIT `schedule` in a worker, without running it: status ok, transform-error,

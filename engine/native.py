@@ -21,10 +21,8 @@ from mlir_rl_tui.engine.compile import mlir_lib_dir, parallel_runtime
 from mlir_rl_tui.engine.engine import Engine
 from mlir_rl_tui.engine.errors import EngineError
 from mlir_rl_tui.engine.mask import check_schedule
-from mlir_rl_tui.engine.pool import Cancelled, WorkerDied, WorkerTimeout
 from mlir_rl_tui.engine.program import Program
 from mlir_rl_tui.engine.schedule import Schedule, to_text
-from mlir_rl_tui.engine.transforms import script, uses_parallel
 
 
 def c_compiler() -> str:
@@ -38,18 +36,10 @@ def build_library(engine: Engine, program: Program, schedule: Schedule, out: str
     """Compile `schedule` of `program` into the shared library `out` (+ `out.json`); returns the description."""
     check_schedule(program, schedule, engine.limits, engine.openmp)  # one-line ScheduleError before any work
     text = to_text(schedule)
-    parallel = bool(text) and uses_parallel(schedule) and engine.openmp
     cc = c_compiler()
     with tempfile.TemporaryDirectory(prefix="mlir-rl-build-") as tmp:
         obj = os.path.join(tmp, "kernel.o")
-        req = engine._request(program, script(program, schedule, engine.limits) if text else None, parallel,
-                              mode="object", object_path=obj)
-        try:
-            res = engine.pool.run(req, compile_timeout=engine.config.compile_timeout_s)
-        except (WorkerDied, WorkerTimeout, Cancelled) as e:
-            raise EngineError(f"compiling the schedule failed: {e or type(e).__name__}") from None
-        if res["status"] != "ok":
-            raise EngineError(f"{res['status']}: {res.get('error', '')}")
+        _, parallel = engine.worker_job(program, schedule, "compiling the schedule", mode="object", object_path=obj)
         libs = [os.path.join(mlir_lib_dir(), "libmlir_c_runner_utils.so")]
         runtime = "serial"
         if parallel:
