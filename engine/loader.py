@@ -24,6 +24,7 @@ import time
 from collections.abc import Callable
 
 from mlir_rl_tui.engine.errors import EngineError, EntryError, LoadError
+from mlir_rl_tui.engine.pool import kill_group
 from mlir_rl_tui.engine.program import Program
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
@@ -150,11 +151,7 @@ class LoaderProcess:
 
     def _kill(self) -> None:
         if self.proc is not None:
-            if self.proc.poll() is None:
-                try:
-                    os.killpg(self.proc.pid, signal.SIGKILL)
-                except (ProcessLookupError, PermissionError):
-                    self.proc.kill()
+            kill_group(self.proc)
             self.proc.wait()
             for f in (self.proc.stdin, self.proc.stdout):
                 try:

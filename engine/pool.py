@@ -21,6 +21,16 @@ from queue import Empty, Queue
 Progress = Callable[[str, int, int], None]
 
 
+
+def kill_group(proc: subprocess.Popen) -> None:
+    """Kill a worker started in its own session, with everything it started (its process group), and reap it."""
+    if proc.poll() is None:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            proc.kill()
+        proc.wait()
+
 class WorkerDied(Exception):
     """The worker ended without answering (signal, abort, out of memory)."""
 
@@ -139,12 +149,7 @@ class Worker:
             self.kill()
 
     def kill(self) -> None:
-        if self.proc.poll() is None:
-            try:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                self.proc.kill()
-            self.proc.wait()
+        kill_group(self.proc)
 
     def close(self) -> None:
         self.kill()
