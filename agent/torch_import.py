@@ -21,6 +21,8 @@ import warnings
 import numpy as np
 
 from mlir_rl_tui.engine.errors import EngineError
+from mlir_rl_tui.engine.graph import PASSES as GRAPH_PASSES
+from mlir_rl_tui.engine.graph import graph_passes
 
 _DTYPES = {"f32": "float32", "f64": "float64", "f16": "float16", "i64": "int64", "i32": "int32"}
 
@@ -68,8 +70,45 @@ def load_module(spec: str):
     return model.eval()
 
 
-def import_module(spec: str, inputs: list[str], out: str, seed: int = 0) -> dict:
-    """Export `spec` on inputs of the given shapes to `out` (.mlir) and the PyTorch reference beside it."""
+#: What `import` does to a model besides exporting it (all by default; `--passes none` for torch-mlir's own
+#: output): `bn` folds eval-mode batch norms into the convolution before them (PyTorch's own
+#: `torch.fx.experimental.optimization.fuse`, what inference engines and torch.compile's freezing do); the
+#: others are engine.graph's rewrites of the exported MLIR.
+PASSES = ("bn", *GRAPH_PASSES)
+
+
+def parse_passes(text: str) -> tuple[str, ...]:
+    """`all`, `none` or a comma-separated subset of PASSES."""
+    if text.strip() == "all":
+        return PASSES
+    if text.strip() == "none":
+        return ()
+    names = tuple(p.strip() for p in text.split(",") if p.strip())
+    bad = [p for p in names if p not in PASSES]
+    if bad:
+        raise EngineError(f"--passes: unknown pass {bad[0]!r}; choose from {', '.join(PASSES)}, all or none")
+    return names
+
+
+def fold_batch_norms(model):
+    """Eval-mode conv + batch norm pairs as one convolution (weights and bias rescaled); the model
+    unchanged when torch.fx cannot trace it. Returns (model, how many folded)."""
+    import torch
+
+    try:
+        from torch.fx.experimental.optimization import fuse
+
+        fused = fuse(model)
+    except Exception:  # noqa: BLE001 - a model torch.fx cannot trace is exported as it is
+        return model, 0
+    before = sum(isinstance(m, torch.nn.modules.batchnorm._BatchNorm) for m in model.modules())
+    after = sum(isinstance(m, torch.nn.modules.batchnorm._BatchNorm) for m in fused.modules())
+    return fused, before - after
+
+
+def import_module(spec: str, inputs: list[str], out: str, seed: int = 0, passes: tuple[str, ...] = PASSES) -> dict:
+    """Export `spec` on inputs of the given shapes to `out` (.mlir) and the PyTorch reference beside it;
+    `passes` (PASSES) rewrite the model and the program on the way."""
     import torch
 
     try:
@@ -94,13 +133,23 @@ def import_module(spec: str, inputs: list[str], out: str, seed: int = 0) -> dict
         except Exception as e:  # noqa: BLE001
             raise EngineError(f"{spec}: running it on the inputs failed: {type(e).__name__}: "
                               f"{str(e).splitlines()[0] if str(e) else ''}") from None
+        exported, folded_bn = fold_batch_norms(model) if "bn" in passes else (model, 0)
         try:
-            module = fx.export_and_import(model, *xs, output_type=OutputType.LINALG_ON_TENSORS, func_name="forward")
+            module = fx.export_and_import(exported, *xs, output_type=OutputType.LINALG_ON_TENSORS, func_name="forward")
         except Exception as e:  # noqa: BLE001 - torch.export / torch-mlir name the op they cannot handle
             raise EngineError(f"{spec}: torch-mlir cannot import it: {_first_line(e)}") from None
     if not isinstance(ref, torch.Tensor):
         raise EngineError(f"{spec}: the module returns {type(ref).__name__}; exactly one tensor is supported")
     text = str(module)
+    done = {"bn": folded_bn} if "bn" in passes else {}
+    graph = tuple(p for p in passes if p in GRAPH_PASSES)
+    if graph:
+        try:
+            res = graph_passes(text, graph, name=spec)
+            text = res["text"]
+            done.update(res["counts"])
+        except EngineError as e:  # the export as it is: still a valid program
+            done["graph_error"] = str(e)
     try:
         with open(out, "w") as f:
             f.write(text)
@@ -108,7 +157,7 @@ def import_module(spec: str, inputs: list[str], out: str, seed: int = 0) -> dict
     except OSError as e:
         raise EngineError(f"cannot write {out}: {e.strerror}") from None
     return {"output": out, "inputs": [list(s) for s, _ in shapes], "result": list(ref.shape),
-            "reference": out + ".torch.npz", "chars": len(text)}
+            "reference": out + ".torch.npz", "chars": len(text), "passes": done}
 
 
 def _first_line(e: BaseException) -> str:

@@ -18,7 +18,7 @@ import numpy as np
 # a vector op without an intrinsic (math.erf of a vectorized GELU) into scalar calls, and the
 # vector.extract/insert it makes must still meet convert-vector-to-llvm ("LLVM Translation failed for
 # operation: builtin.unrealized_conversion_cast" otherwise).
-BUFFERIZE = ("canonicalize,cse,one-shot-bufferize{bufferize-function-boundaries "
+BUFFERIZE = ("canonicalize,cse,eliminate-empty-tensors,one-shot-bufferize{bufferize-function-boundaries "
              "function-boundary-type-conversion=identity-layout-map},buffer-deallocation-pipeline")
 SERIAL = (
     "func.func(convert-linalg-to-loops),scf-forall-to-for,"

@@ -6,6 +6,7 @@ answers one JSON line each on a private copy of stdout. A request is a JSON head
   {"mode": "load", "name": ..., "entry": ..., "nbytes": n}           -> {"status": "ok", "program": {...}}
   {"mode": "replayable", "func": ..., "script": ..., "nbytes": n}   -> {"status": "ok", "text": ...}
   {"mode": "strip", "nbytes": n}                                    -> {"status": "ok", "text": ...}
+  {"mode": "graph", "passes": [...], "nbytes": n}                  -> {"status": "ok", "text": ..., "counts": {...}}
 A failure the input explains is {"status": "error", "error": <one line>, "candidates": [...] or null}.
 An input that aborts or segfaults the parser kills this process; the caller reports it and starts another.
 """
@@ -42,6 +43,10 @@ def handle(req: dict, text: str) -> dict:
         from mlir_rl_tui.engine.export import strip_transforms_here
 
         return {"status": "ok", "text": strip_transforms_here(text)}
+    if mode == "graph":
+        from mlir_rl_tui.engine.graph import graph_here
+
+        return {"status": "ok", **graph_here(text, tuple(req.get("passes") or ()))}
     return {"status": "error", "error": f"unknown loader request {mode!r}"}
 
 

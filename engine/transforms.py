@@ -118,6 +118,15 @@ def vectorize(b: _Builder, h: str, decompose: bool, generic: bool) -> None:
     b.emit(f"transform.structured.vectorize {h} {{create_named_contraction}} : {ANY}")
 
 
+def specializable(op) -> bool:
+    """Whether `structured.specialize` finds the named op of a contraction: one reduction loop and at most
+    three parallel ones (matmul, batch matmul and their transposed forms). A contraction over several
+    reduction loops (a reshape folded into a matmul: `64x64x1x4x16`) has none, and specialize fails the
+    whole script; the vectorizer takes it as it is."""
+    its = [lp.iterator for lp in op.loops]
+    return bool(op.contraction) and its.count("reduction") == 1 and its.count("parallel") <= 3
+
+
 def batch_order_undo(st: OpState) -> tuple[int, ...] | None:
     """The interchange back to the original loop order of an interchanged batch contraction whose batch
     loops no longer lead: `specialize` recognizes a batch matmul only with its batch loops outermost, and
@@ -204,7 +213,7 @@ def build_body(program: Program, schedule: Schedule, limits: Limits = DEFAULT_LI
             if undo is not None:
                 h = interchange(b, h, undo)
             vectorize(b, h, op.decompose_dims is not None,
-                      op.contraction and (op.name == "linalg.generic" or st.interchanged))
+                      specializable(op) and (op.name == "linalg.generic" or st.interchanged))
             hoist += reversed(reduction_loops.get(op.id, []))
         handles[op.id] = h
     if not handles:
