@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 from conftest import ROOT
 
-from mlir_rl_tui.engine.graph import fold_constants, graph_passes, pads_to_inserts, rewrite_text, to_nhwc
 from mlir_rl_tui.engine.graph import _Func as Func
+from mlir_rl_tui.engine.graph import fold_constants, graph_passes, pads_to_inserts, rewrite_text, to_nhwc
 
 
 def _blob(a: np.ndarray) -> str:
