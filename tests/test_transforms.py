@@ -96,3 +96,36 @@ def test_cli_emit_transform_and_output(tmp_path, cache_dir):
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     assert "vector." in out.read_text() and "transform.named_sequence" in tr.read_text()
+
+
+SPLIT_K = """#a = affine_map<(m, n, k1, k2) -> (m, k1, k2)>
+#b = affine_map<(m, n, k1, k2) -> (k1, k2, n)>
+#c = affine_map<(m, n, k1, k2) -> (m, n)>
+func.func @forward(%x: tensor<32x4x16xf32>, %w: tensor<4x16x64xf32>) -> tensor<32x64xf32> {
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<32x64xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<32x64xf32>) -> tensor<32x64xf32>
+  %r = linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction", "reduction"]}
+      ins(%x, %w : tensor<32x4x16xf32>, tensor<4x16x64xf32>) outs(%f : tensor<32x64xf32>) {
+  ^bb0(%p: f32, %q: f32, %acc: f32):
+    %m = arith.mulf %p, %q : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<32x64xf32>
+  return %r : tensor<32x64xf32>
+}
+"""
+
+
+def test_a_contraction_over_two_reduction_loops_vectorizes(engine, tmp_path):
+    """A reshape folded into a matmul (what elementwise fusion makes of attention) has no named op:
+    V vectorizes it as it is instead of failing the script in `structured.specialize`."""
+    from mlir_rl_tui.engine import load_file
+
+    path = tmp_path / "split_k.mlir"
+    path.write_text(SPLIT_K)
+    prog = load_file(str(path))
+    s = parse("op0: T(8,32,1,0) V")
+    assert "specialize" not in script(prog, s)
+    m = engine.measure(prog, s, use_cache=False)
+    assert m.ok and m.validated, (m.status, m.error)
