@@ -10,11 +10,11 @@ For each single-op sample (and, with --dataset, each one-op program of a data se
    % of the machine's roofline (FMA peak or bandwidth, engine.roofline). Geomean over the programs.
 
     .venv/bin/python benchmarks/vs_pytorch.py [--budget 100] [--rounds 5] [--threads 2] [--dataset DIR]
-    .venv/bin/python benchmarks/vs_pytorch.py --blocks [--only MLP,Attention] [--no-compile]
+    .venv/bin/python benchmarks/vs_pytorch.py --blocks [--only MLP,Attention] [--no-compile] [--passes none]
 
 With --blocks, the programs are the model blocks of tests/data/torch/blocks.py, imported fresh with
-`mlir-rl-tui import` (torch-mlir; PyTorch's output beside each, and every measurement is validated against
-it), and PyTorch runs the nn.Module itself: eager in every round, and under `torch.compile` in the same
+`mlir-rl-tui import` (torch-mlir and its graph passes, `--passes`; PyTorch's output beside each, and every
+measurement is validated against it), and PyTorch runs the nn.Module itself: eager in every round, and under `torch.compile` in the same
 process (compiled and warmed up before it is timed).
 
 Run it on an otherwise idle machine (it takes ~15 minutes with the default budget).
@@ -74,6 +74,7 @@ def main() -> int:
                     help="skip the search for this sample and use this schedule")
     ap.add_argument("--blocks", action="store_true", help="the model blocks of tests/data/torch/blocks.py instead")
     ap.add_argument("--no-compile", action="store_true", help="--blocks: skip torch.compile")
+    ap.add_argument("--passes", default="all", help="--blocks: import's graph passes (all, none, or a list: bn,nhwc,...)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     if args.blocks:
@@ -160,7 +161,7 @@ def blocks(args) -> int:
     import importlib.util
     import tempfile
 
-    from mlir_rl_tui.agent.torch_import import import_module
+    from mlir_rl_tui.agent.torch_import import import_module, parse_passes
 
     def log(msg: str) -> None:
         print(msg, file=sys.stderr, flush=True)
@@ -175,13 +176,14 @@ def blocks(args) -> int:
         for name in names:
             shape = mod.INPUTS[name]
             path = os.path.join(tmp, f"{name}.mlir")
-            import_module(f"{BLOCKS_FILE}:{name}", [shape], path)
+            done = import_module(f"{BLOCKS_FILE}:{name}", [shape], path, passes=parse_passes(args.passes))["passes"]
             prog = load_file(path)
             base = eng.measure(prog, Schedule({}), use_cache=False)
             if not base.ok:
                 log(f"{name}: the untransformed program fails: {base.status} {base.error}")
                 continue
-            log(f"{name}: {len(prog.ops)} ops, baseline {base.time_ms:.3f} ms (validated against PyTorch); "
+            log(f"{name}: {len(prog.ops)} ops (import passes: {done or 'none'}), baseline {base.time_ms:.3f} ms "
+                "(validated against PyTorch); "
                 f"searching (hill @{args.budget}) ...")
             if name in given:
                 from mlir_rl_tui.engine import parse
@@ -219,7 +221,7 @@ def blocks(args) -> int:
         return 1
     g = gmean([r["ratio"] for r in rows])
     gc = gmean([r["ratio_compiled"] for r in rows if r["ratio_compiled"]])
-    out = {"threads": args.threads, "budget": args.budget, "rounds": args.rounds, "rows": rows,
+    out = {"threads": args.threads, "budget": args.budget, "rounds": args.rounds, "passes": args.passes, "rows": rows,
            "geomean_eager": g, "geomean_compiled": gc, "geomean_untransformed": gmean([r["untransformed_ratio"] for r in rows])}
     if args.json:
         print(json.dumps(out))
