@@ -129,7 +129,7 @@ class Explanation:
         return max(self.top, key=lambda c: c.joint)
 
     def rule(self) -> list[str]:
-        """The decision in words, one sentence per step."""
+        """The decision in words, one sentence per step: group, transformation, parameters, the proposal."""
         d, out = self.decision, []
         if self.pending:
             placed = ", ".join(f"d{loop}" for loop in self.pending)
@@ -137,12 +137,10 @@ class Explanation:
         elif d.group is not None:
             win, lose = ("more", "finish") if d.group == "more" else ("finish", "more")
             out.append(f"group: {GROUP_NAMES[win]} {d.masses[win]:.0%} > {GROUP_NAMES[lose]} {d.masses[lose]:.0%}")
-        kinds = ", ".join(f"{k} {p:.0%}" for k, p in self.kinds)
         if not self.pending:
             how = "the most probable" + (" of its group" if d.group else "")
+            kinds = ", ".join(f"{k} {p:.0%}" for k, p in self.kinds)
             out.append(f"transformation: {how}: {d.kind} ({kinds})")
-            if self.masked:
-                out.append("masked: " + "; ".join(f"{k} ({why})" if why else k for k, why in self.masked))
         if self.params:
             what = "level pointer" if d.kind == "I" else "tile size per loop"
             shown = ", ".join(f"{p.name} {p.choice} {p.p:.0%}" for p in self.params)
@@ -150,10 +148,19 @@ class Explanation:
         c = self.proposal
         out.append(f"proposal {self.action}: p = {c.p_kind:.0%} x {c.p_params:.0%} = {c.joint:.0%}"
                    if self.params else f"proposal {self.action}: p = {c.joint:.0%}")
+        return out
+
+    def notes(self) -> list[str]:
+        """What else the reader needs: the masked transformations and why, and the most probable single
+        action when it is not the proposal."""
+        out = []
+        if self.masked and not self.pending:
+            out.append("masked: " + "; ".join(f"{k} ({why})" if why else k for k, why in self.masked))
         best = self.most_probable
         if best.action != self.action:
-            out.append(f"the single most probable action is {best.action} ({best.joint:.0%}): "
-                       + ("the group decides first" if d.group else "the transformation decides first"))
+            first = "the group" if self.decision.group else "the transformation"
+            out.append(f"{best.action} alone is the most probable action ({best.joint:.0%}), but {first} "
+                       "decides first")
         return out
 
     def value_text(self) -> str:
@@ -165,7 +172,7 @@ class Explanation:
     def to_json(self) -> dict:
         d = asdict(self)
         d["decision"] = {"kind": self.decision.kind, "group": self.decision.group, "masses": self.decision.masses}
-        d["rule"] = self.rule()
+        d["rule"], d["notes"] = self.rule(), self.notes()
         for c in d["top"] + [d["proposal"]]:
             c["joint"] = c["p_kind"] * c["p_params"]
         return d

@@ -46,10 +46,11 @@ def render_suggestion(action: str, top: list[tuple[str, float]], why: Explanatio
         t.add_row(Text(("> " if mark else "  ") + c.action, style="bold magenta" if mark else ""),
                   f"{c.joint:.0%}", _predicted(c.predicted), _bar(c.joint))
     rule = [Text.assemble((f"{i}. ", "bold"), line) for i, line in enumerate(why.rule(), 1)]
+    rule += [Text(note, style="dim") for note in why.notes()]
     value = Text(why.value_text(), style="green" if why.value is not None else "dim")
     legend = Text("p: p(transformation) x p(parameters); predicted: the cost model's speedup of the schedule "
                   "with that action", style="dim")
-    return Group(head, Text("why (group, then transformation, then its parameters):", style="dim"), *rule,
+    return Group(head, Text("why: the group, then the transformation, then its parameters", style="dim"), *rule,
                  Text(""), t, legend, Text(""), value)
 
 
