@@ -62,3 +62,26 @@ def test_the_shipped_policy_explains_what_it_proposes(name):
         sess = pol.step(sess)
         steps += 1
     assert steps >= len(sess.program.ops)
+
+
+@pytest.mark.skipif(not os.path.exists(DEFAULT_CHECKPOINT), reason="no shipped policy checkpoint")
+def test_the_app_adapter_hands_the_panel_the_explanation(monkeypatch):
+    from rich.console import Console
+
+    from mlir_rl_tui.adapter import EngineAdapter
+    from mlir_rl_tui.agent import explain
+    from mlir_rl_tui.widgets.suggest import render_suggestion
+
+    monkeypatch.setattr(explain, "load_cost_model", lambda path=None: FakeCostModel())
+    adapter = EngineAdapter()  # the policy only: no engine (and no worker process) is started
+    sess = Session(load_file(str(SAMPLES / "matmul_generic.mlir")))
+    sug = adapter.suggest(sess, k=3)
+    why = sug.explanation
+    assert why is not None and str(sug.action) == why.action
+    assert [a for a, _ in sug.top] == [c.action for c in sorted(why.top, key=lambda c: -c.joint)][:3]
+    console = Console(width=40, record=True)
+    console.print(render_suggestion(str(sug.action), sug.top, why))
+    text = " ".join(console.export_text().split())
+    assert f"policy suggests {why.action}" in text and "value " in text and "x±" in text
+    assert all(line.split(":")[0] in text for line in why.rule())
+    assert adapter._engine is None
