@@ -273,7 +273,7 @@ def _parameters(session, kind: str, vec: np.ndarray, logp: dict[str, np.ndarray]
         d = st.loop_at(pos)
         j = int(vec[1 + pos])
         red = st.op.loops[d].iterator == "reduction"
-        choice = "-" if kind in ("TP", "TF") and red else str(sizes[j])
+        choice = "- (reduction)" if kind in ("TP", "TF") and red else str(sizes[j])
         out.append(Parameter(f"d{d}", choice, float(np.exp(logp[kind][pos, j]))))
     return out
 

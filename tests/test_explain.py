@@ -53,7 +53,7 @@ def test_tp_leaves_reduction_loops_untiled_with_probability_one(matmul):
     sess = Session(matmul)
     logp, masks = fake_heads(sess, {"TP": 0.7, "NT": 0.3}, SIZES)
     e = explain(sess, logp, masks)
-    assert e.action == "TP(64,64,0)" and [p.choice for p in e.params] == ["64", "64", "-"]
+    assert e.action == "TP(64,64,0)" and [p.choice for p in e.params] == ["64", "64", "- (reduction)"]
     assert e.params[2].p == pytest.approx(1.0) and e.proposal.p_params == pytest.approx(0.81, abs=1e-6)
 
 
