@@ -11,7 +11,7 @@ the policy did:
 2. its parameters: the most probable tile size per loop row, or the most probable level pointer.
 
 The proposal need not be the most probable single action: NT (no parameters) at 48% beats T at 29% x its tile
-sizes, yet T is proposed when T, TP, TF and I together hold 52%. `Explanation.rule` says so in that case.
+sizes, yet T is proposed when T, TP, TF and I together hold 52%. `Explanation.notes` says so in that case.
 
 No torch here: the inputs are the masked log-probabilities per head as numpy arrays, so this is tested without
 a network (agent/suggest.py runs the network and calls `explain`).
