@@ -7,7 +7,6 @@ import argparse
 import os
 import sys
 
-from mlir_rl_tui.agent.fallback import BELOW_BASELINE
 from mlir_rl_tui.commands.common import CliError, add_json, emit, load_policy, make_engine
 
 
@@ -82,6 +81,8 @@ def _table(rows: list[dict], summary: dict, args) -> None:
 
 def _below_line(summary: dict) -> str:
     """The programs where the policy's own schedule failed or is under 0.95x, and the fallback count."""
+    from mlir_rl_tui.agent.fallback import BELOW_BASELINE
+
     names = summary.get("below_baseline_programs") or []
     failed = f", {summary['policy_failed']} failed" if summary.get("policy_failed") else ""
     return (f"policy's own schedule below {BELOW_BASELINE}x of the baseline (or failed): {summary['below_baseline']} "
