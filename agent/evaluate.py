@@ -8,7 +8,10 @@ Per program, one program at a time (nothing else competes for the cores):
    figure is the median over rounds of the paired speedup (schedule vs baseline in the same moment);
 4. PyTorch eager on the same shapes and layout in a fresh process (agent.torch_reference), when the
    program is one op PyTorch has.
-Each row also has the fraction of the machine's roofline both schedules reach. The policy infers on one
+Each row also has the fraction of the machine's roofline both schedules reach, and whether the policy's own
+schedule is below the baseline (failed or under 0.95x) and whether `optimize`'s fallback would keep the
+untransformed program instead (agent/fallback.py); the summary counts both and gives the policy's own
+geometric mean next to the one with the fallback. The policy infers on one
 torch thread: the cores are for the kernels being timed. `mlir-rl-tui evaluate` prints `evaluation(...)`.
 """
 
@@ -19,6 +22,7 @@ import os
 import statistics
 from collections.abc import Callable
 
+from mlir_rl_tui.agent.fallback import below_baseline, fallback_fires, with_fallback
 from mlir_rl_tui.engine import Engine, Session, load_file
 
 
@@ -51,6 +55,10 @@ def evaluate_program(eng: Engine, policy, path: str, budget: int | None, seed: i
         row[f"{k}_status"] = "ok" if row[k] else next(m for m in ms if not m.ok).status
         row[f"{k}_peak"] = statistics.median(m.peak_fraction or 0 for m in ok) if ok else None
         row[f"{k}_spread"] = [min(m.speedup for m in ok), max(m.speedup for m in ok)] if ok else None
+    own = (row["policy_schedule"], row["policy_status"] == "ok", row["policy"])
+    row["policy_below_baseline"] = below_baseline(*own)
+    row["fallback"] = fallback_fires(*own)
+    row["policy_with_fallback"] = with_fallback(*own)
     base = [m.baseline_ms for ms in measured.values() for m in ms if m.baseline_ms]
     row["baseline_ms"] = statistics.median(base) if base else None
     if torch:
@@ -63,7 +71,12 @@ def evaluate_program(eng: Engine, policy, path: str, budget: int | None, seed: i
 
 
 def summarize(rows: list[dict]) -> dict:
-    out = {"policy": gmean([r["policy"] for r in rows])}
+    """Geometric means over the programs. "policy" is the policy's own schedules (failures left out and
+    counted in "policy_failed"), "policy_with_fallback" what `optimize` delivers; "below_baseline" counts the
+    programs whose own schedule failed or is under 0.95x, "fallbacks" those where `optimize` would keep the
+    untransformed program."""
+    out = {"policy": gmean([r["policy"] for r in rows]),
+           "policy_with_fallback": gmean([r.get("policy_with_fallback") for r in rows])}
     if any("hill" in r for r in rows):
         out["hill"] = gmean([r.get("hill") for r in rows])
         out["hill_found"] = gmean([r.get("hill_found") for r in rows])
@@ -71,7 +84,11 @@ def summarize(rows: list[dict]) -> dict:
             out["policy_over_hill"] = out["policy"] / out["hill"]
     if any(r.get("torch") for r in rows):
         out["torch"] = gmean([r.get("torch") for r in rows])
-    out["below_baseline"] = sum(1 for r in rows if r["policy"] is not None and r["policy"] < 0.95)
+    out["programs"] = len(rows)
+    out["policy_failed"] = sum(1 for r in rows if r.get("policy_status", "ok") != "ok")
+    out["below_baseline"] = sum(1 for r in rows if r.get("policy_below_baseline"))
+    out["below_baseline_programs"] = [os.path.basename(r["program"]) for r in rows if r.get("policy_below_baseline")]
+    out["fallbacks"] = sum(1 for r in rows if r.get("fallback"))
     return out
 
 

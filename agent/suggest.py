@@ -2,6 +2,7 @@
 
     policy = load_policy()            # the shipped agent/checkpoints/default.pt, None if missing
     action, top = policy.suggest(session, k=3)   # Action, or LevelPointer during an interchange
+    why = policy.explain(session, k=5, cost_model=explain.load_cost_model())  # the rule, top k, value
     done = policy.schedule(Session(program))     # greedy, one pass over all ops, no measurement
 """
 
@@ -9,29 +10,17 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass
 
 import numpy as np
 import torch
 
-from mlir_rl_tui.agent.policy import KIND, ActorCritic, distribution, load, masks_for, stack_masks
+from mlir_rl_tui.agent.explain import CostModel, Explanation, LevelPointer, decide, explain
+from mlir_rl_tui.agent.policy import ActorCritic, distribution, load, masks_for
 from mlir_rl_tui.engine.actions import to_action
-from mlir_rl_tui.engine.config import TRANSFORMATIONS
 from mlir_rl_tui.engine.errors import EngineError, ScheduleError
-from mlir_rl_tui.engine.schedule import TILED, Action, Schedule
+from mlir_rl_tui.engine.schedule import Action, Schedule
 
 DEFAULT_CHECKPOINT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "checkpoints", "default.pt")
-
-
-@dataclass(frozen=True)
-class LevelPointer:
-    """One level-pointer sub-step of an interchange: put `loop` at the next position."""
-
-    loop: int
-    position: int
-
-    def __str__(self) -> str:
-        return f"I: loop {self.loop} -> position {self.position}"
 
 
 class Policy:
@@ -52,64 +41,44 @@ class Policy:
         return float(np.mean(self.decision_ms)) if self.decision_ms else 0.0
 
     @torch.no_grad()
-    def suggest(self, session, k: int = 3) -> tuple[Action | LevelPointer, list[tuple[str, float]]]:
-        """The suggested action and the top-k transformations with their probabilities.
-
-        The transformation is chosen by `_choose` (grouped decoding: not always the first of the top-k,
-        which are ranked by p(transformation), the probability shown), each with its most probable
-        parameters (one argmax per tile row, or the best level pointer). Ranking by the joint probability
-        instead would favour V and NT, which have no parameters to be unsure about.
-        During an interchange only the level pointer is left to choose: the top-k are loops then.
-        """
+    def _heads(self, session, with_value: bool = False
+               ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], float | None]:
+        """One forward pass: masked log-probabilities and masks per head (numpy), and the critic's value."""
         if session.done:
             raise ScheduleError("every op is already finished")
-        t0 = time.perf_counter()
         m = self.model
-        ic = m.config.interchange
-        masks = stack_masks([masks_for(session, m.limits, ic)])
-        logits, _ = m(torch.from_numpy(session.observation())[None], with_value=False)
-        logp = {key: v[0] for key, v in distribution(logits, masks).items()}
-        n = m.limits.n_loops
-        cands: list[tuple[float, np.ndarray]] = []
-        for kind in TRANSFORMATIONS:
-            if not masks["transformation"][0, KIND[kind]]:
-                continue
-            v = np.zeros(2 + n, np.int64)
-            v[0] = KIND[kind]
-            lpk = float(logp["transformation"][KIND[kind]])
-            if kind in TILED:
-                v[1: 1 + n] = logp[kind].argmax(-1).numpy()
-            elif kind == "I" and session.pending:
-                for loop in masks["I"][0].nonzero().squeeze(1).tolist():
-                    w = v.copy()
-                    w[1 + n] = loop
-                    cands.append((float(logp["I"][loop]), w))
-                continue
-            elif kind == "I":
-                v[1 + n] = int(logp["I"].argmax())
-            cands.append((lpk, v))
-        cands.sort(key=lambda c: -c[0])
-        top = [(self._label(session, v), float(np.exp(lp))) for lp, v in cands[:k]]
+        masks = masks_for(session, m.limits, m.config.interchange)
+        logits, value = m(torch.from_numpy(session.observation())[None], with_value=with_value)
+        t_masks = {k: torch.from_numpy(v)[None] for k, v in masks.items()}
+        logp = {k: v[0].numpy() for k, v in distribution(logits, t_masks).items()}
+        return logp, masks, None if value is None else float(value[0])
+
+    def decide(self, session) -> Action | LevelPointer:
+        """The policy's action for the current op (agent.explain.decide's rule); its time is kept."""
+        t0 = time.perf_counter()
+        logp, masks, _ = self._heads(session)
+        vec = decide(logp, masks, self.decode, bool(session.pending)).vector
         self.decision_ms.append((time.perf_counter() - t0) * 1e3)
-        return self._decode(session, self._choose(cands)), top
+        return self._decode(session, vec)
 
-    def _choose(self, cands: list[tuple[float, np.ndarray]]) -> np.ndarray:
-        """The decoded action among candidates sorted by p(transformation).
+    def explain(self, session, k: int = 5, cost_model: CostModel | None = None) -> Explanation:
+        """The decision with its reasons: the rule in words, the k most probable actions (joint
+        probability) with the cost model's predicted speedups, and the critic's value (agent/explain.py)."""
+        logp, masks, value = self._heads(session, with_value=True)
+        return explain(session, logp, masks, value, self.decode, self.model.config.interchange, k, cost_model)
 
-        "grouped" (default): first the group with the larger total probability, finishing the op (V, NT)
-        or transforming it further (T, TP, TF, I), then the most probable transformation in that group.
-        A plain argmax picks NT whenever the policy spreads its belief that the op needs tiling over T,
-        TP and TF (e.g. NT 0.44 vs TP 0.22, T 0.20, TF 0.14 on matmul_generic). "argmax": the most
-        probable transformation. Level pointers of an interchange are always the argmax."""
-        if self.decode == "argmax" or len(cands) < 2:
-            return cands[0][1]
-        ends = {KIND["V"], KIND["NT"]}
-        finish = [c for c in cands if int(c[1][0]) in ends]
-        more = [c for c in cands if int(c[1][0]) not in ends]
-        if not finish or not more:
-            return cands[0][1]
-        mass = lambda group: sum(np.exp(lp) for lp, _ in group)  # noqa: E731
-        return (more if mass(more) > mass(finish) else finish)[0][1]
+    def suggest(self, session, k: int = 3) -> tuple[Action | LevelPointer, list[tuple[str, float]]]:
+        """The suggested action and the k most probable complete actions with their joint probabilities
+        (p(transformation) x p(parameters)), most probable first, the suggestion among them: it is chosen
+        by the rule of `agent.explain.decide` (group, then transformation, then parameters), which is not
+        always the most probable single action (`explain` says why)."""
+        e = self.explain(session, k)
+        action = self.action_of(session, e)
+        return action, [(c.action, c.joint) for c in sorted(e.top, key=lambda c: -c.joint)]
+
+    def action_of(self, session, why: Explanation) -> Action | LevelPointer:
+        """The action an explanation of this session's state proposes."""
+        return self._decode(session, why.decision.vector)
 
     def _decode(self, session, vec) -> Action | LevelPointer:
         what, a = to_action(session, vec, self.model.config.interchange)
@@ -117,12 +86,9 @@ class Policy:
             return LevelPointer(int(a), len(session.pending))  # type: ignore[arg-type]
         return a  # type: ignore[return-value]
 
-    def _label(self, session, vec) -> str:
-        return str(self._decode(session, vec))
-
     def step(self, session):
         """Apply the suggestion; NT if it is not legal after all (it always should be)."""
-        a, _ = self.suggest(session, k=1)
+        a = self.decide(session)
         try:
             return session.point(a.loop) if isinstance(a, LevelPointer) else session.apply(a)
         except ScheduleError:

@@ -10,19 +10,24 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from mlir_rl_tui.engine import Action, Engine, Measurement, Program, Schedule, Session
+
+if TYPE_CHECKING:
+    from mlir_rl_tui.agent.explain import Explanation
 
 Progress = Callable[[str, int, int], None]
 
 
 @dataclass
 class Suggestion:
-    """What the policy proposes for the current op, and the probabilities of its top choices."""
+    """What the policy proposes for the current op, the joint probabilities of its most probable actions,
+    and why (agent.explain: the rule in words, the critic's value, the cost model's predictions)."""
 
     action: Action
     top: list[tuple[str, float]] = field(default_factory=list)
+    explanation: Explanation | None = None
 
 
 class NoPolicy(Exception):
@@ -58,6 +63,7 @@ class EngineAdapter:
         self._lock = threading.Lock()
         self._policy_path = policy
         self._policy = None
+        self._cost_model = None
 
     @property
     def engine(self) -> Engine:
@@ -101,14 +107,16 @@ class EngineAdapter:
                 raise NoPolicy(f"no policy checkpoint available: {' '.join(str(e).split())}") from None
             if self._policy is None:
                 raise NoPolicy("no policy checkpoint available")
+            from mlir_rl_tui.agent.explain import load_cost_model
+
+            self._cost_model = load_cost_model()  # None when there is none: the panel shows "-"
         try:
-            res = self._policy.suggest(session, k=k)
+            why = self._policy.explain(session, k=max(k, 5), cost_model=self._cost_model)
+            action = self._policy.action_of(session, why)
         except Exception as e:  # noqa: BLE001
             raise NoPolicy(f"the policy failed: {' '.join(str(e).split())}") from None
-        if res is None:
-            raise NoPolicy("no policy checkpoint available")
-        action, top = res
-        return Suggestion(action, [(str(a), float(p)) for a, p in top])
+        top = sorted(why.top, key=lambda c: -c.joint)[:k]
+        return Suggestion(action, [(c.action, c.joint) for c in top], why)
 
     def close(self) -> None:
         if self._owned and self._engine is not None:

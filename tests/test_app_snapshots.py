@@ -59,3 +59,29 @@ def test_loop_nest_view(snap_compare):
         await _settle(pilot)
 
     assert snap_compare(_app(), terminal_size=SIZE, run_before=run_before)
+
+
+def test_suggestion_explains_itself(snap_compare):
+    """The panel: the rule in words (the group decides before the single most probable action, NT), the top
+    actions with joint probabilities and a (fake) cost model's predictions, the critic's value."""
+    from fake_heads import FakeCostModel, fake_heads
+
+    from mlir_rl_tui.adapter import Suggestion
+    from mlir_rl_tui.agent.explain import explain
+    from mlir_rl_tui.engine import Session, parse
+
+    prog = load_file(str(SAMPLES / "matmul_bias_relu.mlir"))
+    prog.path = "samples/matmul_bias_relu.mlir"
+    sess = Session(prog)
+    logp, masks = fake_heads(sess, {"NT": 0.48, "T": 0.29, "TP": 0.15, "TF": 0.08},
+                             {"T": [{4: 0.6, 8: 0.4}, {32: 0.8, 16: 0.2}], "TP": [{32: 0.9, 64: 0.1}, {64: 1.0}]})
+    why = explain(sess, logp, masks, value=1.1, k=4, cost_model=FakeCostModel())
+    action = parse(f"op0: {why.action}").actions("op0")[0]
+    app = make_app(prog, FakeAdapter(suggestion=Suggestion(action, [], why)))
+
+    async def run_before(pilot) -> None:
+        await _settle(pilot)
+        await pilot.press("s")
+        await _settle(pilot)
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)

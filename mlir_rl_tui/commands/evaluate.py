@@ -56,24 +56,38 @@ def _fmt(x) -> str:
 
 
 def _table(rows: list[dict], summary: dict, args) -> None:
-    print(f"{'program':34} {'policy':>9} {'%peak':>5} {'hill@' + str(args.budget):>9} {'%peak':>5} {'(found)':>9} "
-          f"{'torch':>9}  policy schedule")
+    print(f"{'program':34} {'policy':>9}  {'+fallbk':>9} {'%peak':>5} {'hill@' + str(args.budget):>9} {'%peak':>5} "
+          f"{'(found)':>9} {'torch':>9}  policy schedule")
 
     def pct(x) -> str:
         return f"{100 * x:4.0f}%" if x else "    -"
 
     for r in rows:
-        print(f"{os.path.basename(r['program'])[:34]:34} {_fmt(r['policy'])} {pct(r.get('policy_peak'))} "
-              f"{_fmt(r.get('hill'))} {pct(r.get('hill_peak'))} {_fmt(r.get('hill_found'))} {_fmt(r.get('torch'))}  "
-              f"{r['policy_schedule'] or '(untransformed)'}")
-    print(f"{'geometric mean':34} {_fmt(summary['policy'])} {'':5} {_fmt(summary.get('hill'))} {'':5} "
-          f"{_fmt(summary.get('hill_found'))} {_fmt(summary.get('torch'))}")
-    print(f"speedups over the untransformed program; policy and hill@N: their final schedules measured again "
-          f"{args.rounds} times, interleaved (median); (found): the fastest of the search's N measurements; %peak: "
-          "of the machine's roofline (FMA peak or bandwidth)")
+        own = _fmt(r["policy"]) if r["policy"] or r.get("policy_status", "ok") == "ok" else f"{r['policy_status']:>9}"
+        flag = "<" if r.get("policy_below_baseline") else " "
+        print(f"{os.path.basename(r['program'])[:34]:34} {own}{flag} {_fmt(r.get('policy_with_fallback'))} "
+              f"{pct(r.get('policy_peak'))} {_fmt(r.get('hill'))} {pct(r.get('hill_peak'))} {_fmt(r.get('hill_found'))} "
+              f"{_fmt(r.get('torch'))}  {r['policy_schedule'] or '(untransformed)'}")
+    print(f"{'geometric mean':34} {_fmt(summary['policy'])}  {_fmt(summary.get('policy_with_fallback'))} {'':5} "
+          f"{_fmt(summary.get('hill'))} {'':5} {_fmt(summary.get('hill_found'))} {_fmt(summary.get('torch'))}")
+    print(f"speedups over the untransformed program; policy: its own schedule, +fallbk: what `optimize` delivers "
+          f"(the untransformed program when the policy's schedule fails or is slower); policy and hill@N: their final "
+          f"schedules measured again {args.rounds} times, interleaved (median); (found): the fastest of the search's "
+          "N measurements; %peak: of the machine's roofline (FMA peak or bandwidth); <: below the baseline")
+    print(_below_line(summary))
     if summary.get("policy_over_hill"):
-        print(f"policy / hill climbing: {summary['policy_over_hill']:.2f}; programs below 0.95x with the policy: "
-              f"{summary['below_baseline']}")
+        print(f"policy / hill climbing: {summary['policy_over_hill']:.2f}")
+
+
+def _below_line(summary: dict) -> str:
+    """The programs where the policy's own schedule failed or is under 0.95x, and the fallback count."""
+    from mlir_rl_tui.agent.fallback import BELOW_BASELINE
+
+    names = summary.get("below_baseline_programs") or []
+    failed = f", {summary['policy_failed']} failed" if summary.get("policy_failed") else ""
+    return (f"policy's own schedule below {BELOW_BASELINE}x of the baseline (or failed): {summary['below_baseline']} "
+            f"of {summary['programs']} programs{failed}" + (f" ({', '.join(names)})" if names else "")
+            + f"; optimize's fallback fires on {summary['fallbacks']}")
 
 
 def _plot(rows: list[dict], png: str | None) -> None:

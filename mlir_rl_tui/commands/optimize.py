@@ -24,10 +24,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--runs", type=int, default=5, help="timed runs (median reported)")
     p.add_argument("--no-cache", action="store_true", help="measure even if the cache has an answer")
     p.add_argument("--no-fallback", action="store_true",
-                   help="report the policy's schedule even when it fails or is slower than the baseline")
+                   help="report the policy's schedule even when it fails or is slower than the baseline (by "
+                        "default the untransformed program is kept then, and the output says so: \"fallback\" in "
+                        "--json)")
 
 
 def run(args: argparse.Namespace) -> int:
+    from mlir_rl_tui.agent.fallback import below_baseline, fallback_fires
     from mlir_rl_tui.agent.suggest import to_measure
     from mlir_rl_tui.engine import Schedule, Session
     from mlir_rl_tui.progress import ProgressLine
@@ -41,11 +44,13 @@ def run(args: argparse.Namespace) -> int:
         sess = pol.schedule(Session(prog, openmp=eng.openmp))
         m = eng.measure(prog, to_measure(sess.schedule), use_cache=not args.no_cache,
                         on_progress=line.phase("optimize"))
-        if not args.no_fallback and m.schedule and (not m.ok or (m.speedup or 0) < 1.0):
+        below = below_baseline(m.schedule, m.ok, m.speedup)
+        if not args.no_fallback and fallback_fires(m.schedule, m.ok, m.speedup):
             # never hand back something broken or slower: keep the untransformed program, say why
             fallback = {"schedule": m.schedule, "status": m.status, "speedup": m.speedup, "error": m.error}
             m = eng.measure(prog, Schedule({}), use_cache=not args.no_cache)
-    out = {**m.to_json(), "policy_ms": round(pol.ms_per_decision, 3), "decisions": len(pol.decision_ms)}
+    out = {**m.to_json(), "policy_ms": round(pol.ms_per_decision, 3), "decisions": len(pol.decision_ms),
+           "fallback_fired": fallback is not None, "policy_below_baseline": below}
     if fallback:
         out["fallback"] = fallback
     if args.json:
@@ -53,7 +58,11 @@ def run(args: argparse.Namespace) -> int:
         return 0 if m.ok else 1
     if fallback:
         how = f"{fallback['speedup']:.2f}x" if fallback["speedup"] else fallback["status"]
-        print(f"the policy's schedule ({fallback['schedule']}) gave {how}: kept the untransformed program")
+        print(f"fallback: the policy's schedule ({fallback['schedule']}) gave {how}: kept the untransformed program "
+              "(--no-fallback: report the policy's schedule anyway)")
+    elif below:
+        print(f"the policy's schedule is below the baseline (--no-fallback): {m.status}, "
+              + (f"{m.speedup:.2f}x" if m.speedup else "no speedup"))
     if m.ok:
         print(f"{m.schedule or '(no transformation)'}\n{m.status}: {m.time_ms:.3f} ms (baseline "
               f"{m.baseline_ms:.3f} ms, speedup {m.speedup:.2f}x), validated; policy {out['policy_ms']:.2f} ms "

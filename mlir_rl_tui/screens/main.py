@@ -449,7 +449,7 @@ class MainScreen(Screen):
             return
         assert isinstance(msg.suggestion, Suggestion)
         ws.suggestion, ws.suggestion_for = msg.suggestion, msg.schedule
-        view.show(str(msg.suggestion.action), msg.suggestion.top)
+        view.show(str(msg.suggestion.action), msg.suggestion.top, msg.suggestion.explanation)
 
     def action_accept(self) -> None:
         ws = self.workspace

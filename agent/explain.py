@@ -1,0 +1,331 @@
+"""Why the policy proposes what it proposes: its decision rule in words, its most probable actions, the critic's
+value and the cost model's prediction for each action.
+
+The policy's distribution is hierarchical (paper Sec. V): a transformation head, then the parameters of the
+chosen transformation (one tile size per loop row for T, TP and TF; a level pointer for I). The decoding rule
+is `decide` (one place, used by `Policy.suggest`, `Policy.step` and `explain`), so what the panel says is what
+the policy did:
+
+1. group (decode "grouped"): finish the op (V, NT) or transform it further (T, TP, TF, I), whichever has the
+   larger total probability; then the most probable transformation of that group;
+2. its parameters: the most probable tile size per loop row, or the most probable level pointer.
+
+The proposal need not be the most probable single action: NT (no parameters) at 48% beats T at 29% x its tile
+sizes, yet T is proposed when T, TP, TF and I together hold 52%. `Explanation.notes` says so in that case.
+
+No torch here: the inputs are the masked log-probabilities per head as numpy arrays, so this is tested without
+a network (agent/suggest.py runs the network and calls `explain`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Protocol
+
+import numpy as np
+
+from mlir_rl_tui.engine.actions import to_action
+from mlir_rl_tui.engine.config import TRANSFORMATIONS
+from mlir_rl_tui.engine.errors import ScheduleError
+from mlir_rl_tui.engine.schedule import TILED, Schedule
+
+FINISH = ("V", "NT")
+"""the group that ends the op"""
+MORE = ("T", "TP", "TF", "I")
+"""the group that transforms the op further"""
+GROUP_NAMES = {"finish": "finish the op (V, NT)", "more": "transform it further (T, TP, TF, I)"}
+
+
+@dataclass(frozen=True)
+class LevelPointer:
+    """One level-pointer sub-step of an interchange: put `loop` at the next position."""
+
+    loop: int
+    position: int
+
+    def __str__(self) -> str:
+        return f"I: loop {self.loop} -> position {self.position}"
+
+
+class CostModel(Protocol):
+    """What `explain` needs of agent.costmodel's model: a predicted speedup and its spread per schedule."""
+
+    def predict(self, program, schedules: list[Schedule]) -> list[tuple[float, float]]: ...
+
+
+def load_cost_model(path: str | None = None) -> CostModel | None:
+    """The learned cost model (agent.costmodel), or None when it is not there or does not load: the panel
+    then shows "-" for the predictions instead of failing."""
+    try:
+        from mlir_rl_tui.agent.costmodel import load_cost_model as load
+    except ImportError:
+        return None
+    try:
+        return load(path)
+    except Exception:  # noqa: BLE001 - predictions are optional
+        return None
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One complete action and its probability under the policy: p(transformation) x p(its parameters)."""
+
+    action: str
+    kind: str
+    p_kind: float
+    p_params: float
+    predicted: tuple[float, float] | None = None
+    """the cost model's (speedup, std) of the schedule with this action applied; None: no prediction"""
+
+    @property
+    def joint(self) -> float:
+        return self.p_kind * self.p_params
+
+
+@dataclass(frozen=True)
+class Parameter:
+    """One parameter choice of the proposed transformation: a loop's tile size, or a level pointer."""
+
+    name: str
+    choice: str
+    p: float
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The outcome of the decoding rule for one state."""
+
+    vector: np.ndarray
+    kind: str
+    group: str | None
+    """"finish" or "more" when the group decided, None when one group was possible or decode is "argmax"."""
+    masses: dict[str, float]
+    """total probability of each group ("finish", "more")"""
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """Everything the suggestion panel shows; `rule()` puts it in words."""
+
+    action: str
+    op: str
+    decode: str
+    decision: Decision
+    kinds: list[tuple[str, float]]
+    """allowed transformations with p(transformation), most probable first"""
+    masked: list[tuple[str, str]]
+    """masked transformations with the mask's reason"""
+    params: list[Parameter]
+    proposal: Candidate
+    top: list[Candidate]
+    """the most probable complete actions (joint probability), the proposal among them"""
+    value: float | None = None
+    """the critic's estimate of the episode's return: the final log speedup of the whole program"""
+    pending: list[int] = field(default_factory=list)
+
+    @property
+    def most_probable(self) -> Candidate:
+        return max(self.top, key=lambda c: c.joint)
+
+    def rule(self) -> list[str]:
+        """The decision in words, one sentence per step: group, transformation, parameters, the proposal."""
+        d, out = self.decision, []
+        if self.pending:
+            placed = ", ".join(f"d{loop}" for loop in self.pending)
+            out.append(f"interchange in progress ({placed} placed): only the level pointer is left to choose")
+        elif d.group is not None:
+            win, lose = ("more", "finish") if d.group == "more" else ("finish", "more")
+            out.append(f"group: {GROUP_NAMES[win]} {d.masses[win]:.0%} > {GROUP_NAMES[lose]} {d.masses[lose]:.0%}")
+        if not self.pending:
+            how = "the most probable" + (" of its group" if d.group else "")
+            kinds = ", ".join(f"{k} {p:.0%}" for k, p in self.kinds)
+            out.append(f"transformation: {how}: {d.kind} ({kinds})")
+        if self.params:
+            what = "level pointer" if d.kind == "I" else "tile size per loop"
+            shown = ", ".join(f"{p.name} {p.choice} {p.p:.0%}" for p in self.params)
+            out.append(f"then the most probable {what}: {shown}")
+        c = self.proposal
+        out.append(f"proposal {self.action}: p = {c.p_kind:.0%} x {c.p_params:.0%} = {c.joint:.0%}"
+                   if self.params else f"proposal {self.action}: p = {c.joint:.0%}")
+        return out
+
+    def notes(self) -> list[str]:
+        """What else the reader needs: the masked transformations and why, and the most probable single
+        action when it is not the proposal."""
+        out = []
+        if self.masked and not self.pending:
+            out.append("masked: " + "; ".join(f"{k} ({why})" if why else k for k, why in self.masked))
+        best = self.most_probable
+        if best.action != self.action:
+            first = "the group" if self.decision.group else "the transformation"
+            out.append(f"{best.action} alone is the most probable action ({best.joint:.0%}), but {first} "
+                       "decides first")
+        return out
+
+    def value_text(self) -> str:
+        if self.value is None:
+            return "value: -"
+        return (f"value {self.value:+.2f}: the critic expects a log speedup of {self.value:.2f} "
+                f"(~{math.exp(self.value):.2f}x) for the whole program once this pass ends")
+
+    def to_json(self) -> dict:
+        d = asdict(self)
+        d["decision"] = {"kind": self.decision.kind, "group": self.decision.group, "masses": self.decision.masses}
+        d["rule"], d["notes"] = self.rule(), self.notes()
+        for c in d["top"] + [d["proposal"]]:
+            c["joint"] = c["p_kind"] * c["p_params"]
+        return d
+
+
+# ----------------------------------------------------------------------------------------------
+def decide(logp: dict[str, np.ndarray], masks: dict[str, np.ndarray], decode: str = "grouped",
+           pending: bool = False) -> Decision:
+    """The decoding rule (module docstring): the transformation (by group first with "grouped"), then the
+    most probable parameter of each of its heads. `logp`: masked log-probabilities of one state per head."""
+    if decode not in ("grouped", "argmax"):
+        raise ValueError(f"decode must be 'grouped' or 'argmax', not {decode!r}")
+    allowed = [k for k in TRANSFORMATIONS if masks["transformation"][TRANSFORMATIONS.index(k)]]
+    p = {k: float(np.exp(logp["transformation"][TRANSFORMATIONS.index(k)])) for k in allowed}
+    masses = {"finish": sum(p[k] for k in allowed if k in FINISH), "more": sum(p[k] for k in allowed if k in MORE)}
+    group = None
+    pool = allowed
+    both = any(k in FINISH for k in allowed) and any(k in MORE for k in allowed)
+    if decode == "grouped" and both and not pending:
+        group = "more" if masses["more"] > masses["finish"] else "finish"
+        pool = [k for k in allowed if k in (MORE if group == "more" else FINISH)]
+    kind = max(pool, key=lambda k: (p[k], -TRANSFORMATIONS.index(k)))
+    n = logp["T"].shape[0]
+    v = np.zeros(2 + n, np.int64)
+    v[0] = TRANSFORMATIONS.index(kind)
+    if kind in TILED:
+        v[1: 1 + n] = logp[kind].argmax(-1)
+    elif kind == "I":
+        v[1 + n] = int(logp["I"].argmax())
+    return Decision(v, kind, group, masses)
+
+
+def top_sizes(rows: np.ndarray, allowed: np.ndarray, k: int) -> list[tuple[float, list[int]]]:
+    """The k most probable allowed tile-size choices of one tiled head (log-probabilities [N, M], rows
+    independent): a beam of width k over the rows is exact, as every term is <= 0."""
+    beam: list[tuple[float, list[int]]] = [(0.0, [])]
+    for row, ok in zip(rows, allowed):
+        best = [j for j in np.argsort(-row, kind="stable") if ok[j]][:k] or [0]
+        beam = sorted(((lp + float(row[j]), idx + [int(j)]) for lp, idx in beam for j in best),
+                      key=lambda b: -b[0])[:k]
+    return beam
+
+
+def _label(session, vec: np.ndarray, interchange: str):
+    what, a = to_action(session, vec, interchange)
+    if what == "point":
+        return LevelPointer(int(a), len(session.pending))  # type: ignore[arg-type]
+    return a
+
+
+def candidates(session, logp: dict[str, np.ndarray], masks: dict[str, np.ndarray], k: int,
+               interchange: str = "pointers") -> list[tuple[float, float, object, str]]:
+    """The k most probable complete actions: (p(transformation), p(parameters), action, kind), by joint
+    probability; vectors that decode to the same action are summed."""
+    n = logp["T"].shape[0]
+    out: dict[str, list] = {}
+    for i, kind in enumerate(TRANSFORMATIONS):
+        if not masks["transformation"][i]:
+            continue
+        pk = float(np.exp(logp["transformation"][i]))
+        vecs: list[tuple[float, np.ndarray]] = []
+        base = np.zeros(2 + n, np.int64)
+        base[0] = i
+        if kind in TILED:
+            for lp, idx in top_sizes(logp[kind], masks[kind], k):
+                w = base.copy()
+                w[1: 1 + n] = idx
+                vecs.append((math.exp(lp), w))
+        elif kind == "I":
+            for loop in np.nonzero(masks["I"])[0][np.argsort(-logp["I"][masks["I"]], kind="stable")][:k]:
+                w = base.copy()
+                w[1 + n] = int(loop)
+                vecs.append((float(np.exp(logp["I"][loop])), w))
+        else:
+            vecs.append((1.0, base))
+        for pp, w in vecs:
+            a = _label(session, w, interchange)
+            key = str(a)
+            if key in out:
+                out[key][1] += pp
+            else:
+                out[key] = [pk, pp, a, kind]
+    ranked = sorted(out.values(), key=lambda c: -c[0] * c[1])
+    return [tuple(c) for c in ranked[:k]]  # type: ignore[misc]
+
+
+def _parameters(session, kind: str, vec: np.ndarray, logp: dict[str, np.ndarray]) -> list[Parameter]:
+    st = session.current
+    n = logp["T"].shape[0]
+    if kind == "I":
+        loop = int(vec[1 + n])
+        return [Parameter(f"position {len(session.pending)}", f"d{loop}", float(np.exp(logp["I"][loop])))]
+    if kind not in TILED:
+        return []
+    sizes = session.limits.tile_sizes
+    out = []
+    for pos in range(min(st.n_loops, n)):
+        d = st.loop_at(pos)
+        j = int(vec[1 + pos])
+        red = st.op.loops[d].iterator == "reduction"
+        choice = "- (reduction)" if kind in ("TP", "TF") and red else str(sizes[j])
+        out.append(Parameter(f"d{d}", choice, float(np.exp(logp[kind][pos, j]))))
+    return out
+
+
+def predict(cost_model: CostModel | None, session, actions: list) -> list[tuple[float, float] | None]:
+    """The cost model's (speedup, std) of the schedule each action leads to; None where there is no model,
+    the action leaves an interchange unfinished (no schedule to predict yet) or the model fails."""
+    if cost_model is None:
+        return [None] * len(actions)
+    scheds: list[Schedule | None] = []
+    for a in actions:
+        try:
+            s = session.point(a.loop) if isinstance(a, LevelPointer) else session.apply(a)
+        except ScheduleError:
+            s = None
+        scheds.append(None if s is None or s.pending else s.schedule)
+    todo = [s for s in scheds if s is not None]
+    try:
+        got = iter(cost_model.predict(session.program, todo)) if todo else iter(())
+        return [None if s is None else _pair(next(got)) for s in scheds]
+    except Exception:  # noqa: BLE001 - a failing cost model shows "-", never breaks the suggestion
+        return [None] * len(actions)
+
+
+def _pair(x) -> tuple[float, float] | None:
+    if x is None:
+        return None
+    sp, std = float(x[0]), float(x[1])
+    return (sp, std) if math.isfinite(sp) and sp > 0 else None
+
+
+def explain(session, logp: dict[str, np.ndarray], masks: dict[str, np.ndarray], value: float | None = None,
+            decode: str = "grouped", interchange: str = "pointers", k: int = 5,
+            cost_model: CostModel | None = None) -> Explanation:
+    """The explanation of one decision (module docstring). `logp` and `masks`: one state's masked
+    log-probabilities and masks per head; `value`: the critic's output for that state."""
+    d = decide(logp, masks, decode, bool(session.pending))
+    proposal_action = _label(session, d.vector, interchange)
+    mask = session.mask()
+    names = list(TRANSFORMATIONS)
+    p = {kd: float(np.exp(logp["transformation"][i])) for i, kd in enumerate(names) if masks["transformation"][i]}
+    kinds = sorted(p.items(), key=lambda kv: -kv[1])
+    masked = [(kd, mask.transformation[kd].reason if mask is not None else "")
+              for i, kd in enumerate(names) if not masks["transformation"][i]]
+    params = _parameters(session, d.kind, d.vector, logp)
+    p_params = float(np.prod([q.p for q in params])) if params else 1.0
+    cands = candidates(session, logp, masks, k, interchange)
+    label = str(proposal_action)
+    if label not in [str(a) for _, _, a, _ in cands]:
+        cands.append((p[d.kind], p_params, proposal_action, d.kind))
+    preds = predict(cost_model, session, [a for _, _, a, _ in cands])
+    top = [Candidate(str(a), kd, pk, pp, pr) for (pk, pp, a, kd), pr in zip(cands, preds)]
+    proposal = next(c for c in top if c.action == label)
+    return Explanation(label, session.current.op.id, decode, d, kinds, masked, params, proposal, top, value,
+                       list(session.pending))

@@ -1,0 +1,132 @@
+"""agent.explain without a network: the decoding rule, the joint probabilities, the words, the predictions."""
+
+from __future__ import annotations
+
+import itertools
+import math
+import sys
+
+import numpy as np
+import pytest
+from fake_heads import FakeCostModel, fake_heads
+
+from mlir_rl_tui.agent.explain import candidates, decide, explain, load_cost_model, top_sizes
+from mlir_rl_tui.engine import Action, Session
+
+# the issue's case: NT is the most probable transformation, yet T, TP, TF and I together are more probable
+SPLIT = {"NT": 0.48, "T": 0.29, "TP": 0.15, "TF": 0.08}
+SIZES = {"T": [{4: 0.6, 8: 0.4}, {32: 0.8, 16: 0.2}, {32: 0.7, 1: 0.3}],
+         "TP": [{64: 0.9, 32: 0.1}, {64: 0.9, 32: 0.1}], "TF": [{16: 1.0}, {16: 1.0}]}
+
+
+def test_the_group_decides_first_and_the_panel_says_so(matmul):
+    sess = Session(matmul)
+    logp, masks = fake_heads(sess, SPLIT, SIZES)
+    e = explain(sess, logp, masks, value=1.2, k=4)
+    assert e.action == "T(4,32,32)"  # "transform further" 52% > "finish" 48%; T leads that group; argmax sizes
+    assert e.decision.group == "more" and e.decision.masses["more"] == pytest.approx(0.52, abs=1e-6)
+    assert e.proposal.p_kind == pytest.approx(0.29, abs=1e-6)
+    assert e.proposal.p_params == pytest.approx(0.6 * 0.8 * 0.7, abs=1e-6)
+    assert [p.choice for p in e.params] == ["4", "32", "32"] and [p.name for p in e.params] == ["d0", "d1", "d2"]
+    top = sorted(e.top, key=lambda c: -c.joint)
+    assert top[0].action == "NT" and e.most_probable.action == "NT"
+    assert e.proposal in e.top
+    words = "\n".join(e.rule() + e.notes())
+    assert "transform it further (T, TP, TF, I) 52% > finish the op (V, NT) 48%" in words
+    assert "NT alone is the most probable action (48%), but the group decides first" in words
+    assert "d0 4 60%, d1 32 80%, d2 32 70%" in words
+    assert "V (vectorized extent" in words  # masked, with the mask's reason
+    assert "3.32x" in e.value_text()  # exp(1.2): the critic's log speedup as a speedup
+
+
+def test_argmax_decoding_takes_the_most_probable_transformation(matmul):
+    sess = Session(matmul)
+    logp, masks = fake_heads(sess, SPLIT, SIZES)
+    e = explain(sess, logp, masks, decode="argmax")
+    assert e.action == "NT" and e.decision.group is None
+    assert not any("alone is the most probable" in n for n in e.notes())
+    with pytest.raises(ValueError):
+        decide(logp, masks, "sampled")
+
+
+def test_tp_leaves_reduction_loops_untiled_with_probability_one(matmul):
+    sess = Session(matmul)
+    logp, masks = fake_heads(sess, {"TP": 0.7, "NT": 0.3}, SIZES)
+    e = explain(sess, logp, masks)
+    assert e.action == "TP(64,64,0)" and [p.choice for p in e.params] == ["64", "64", "- (reduction)"]
+    assert e.params[2].p == pytest.approx(1.0) and e.proposal.p_params == pytest.approx(0.81, abs=1e-6)
+
+
+def test_top_sizes_is_the_exact_k_best():
+    rng = np.random.default_rng(0)
+    rows = np.log(rng.dirichlet(np.ones(4), size=3))
+    allowed = np.ones((3, 4), bool)
+    allowed[1, 2] = False
+    brute = sorted(((sum(rows[i, j] for i, j in enumerate(c)), list(c))
+                    for c in itertools.product(range(4), repeat=3) if allowed[1, c[1]]), key=lambda b: -b[0])
+    got = top_sizes(rows, allowed, 7)
+    assert [idx for _, idx in got] == [idx for _, idx in brute[:7]]
+    assert [lp for lp, _ in got] == pytest.approx([lp for lp, _ in brute[:7]])
+
+
+def test_joint_probabilities_of_every_action_sum_to_one(matmul):
+    sess = Session(matmul)
+    rng = np.random.default_rng(1)
+    kinds = dict(zip(["T", "TP", "TF", "I", "NT"], rng.dirichlet(np.ones(5))))
+    sizes = {k: [dict(zip([1, 4, 16, 64], rng.dirichlet(np.ones(4)))) for _ in range(3)] for k in ("T", "TP", "TF")}
+    logp, masks = fake_heads(sess, kinds, sizes, pointers={0: 0.2, 1: 0.5, 2: 0.3})
+    every = candidates(sess, logp, masks, k=1000)
+    assert sum(pk * pp for pk, pp, _, _ in every) == pytest.approx(1.0, abs=1e-6)
+    labels = [str(a) for _, _, a, _ in every]
+    assert len(labels) == len(set(labels)) and "I: loop 1 -> position 0" in labels
+
+
+def test_predictions_are_for_the_schedule_each_action_leads_to(matmul):
+    sess = Session(matmul).apply(Action("T", (8, 32, 1)))
+    model = FakeCostModel()
+    logp, masks = fake_heads(sess, {"T": 0.5, "V": 0.3, "NT": 0.2}, {"T": [{4: 0.9, 1: 0.1}, {8: 1.0}, {1: 1.0}]})
+    e = explain(sess, logp, masks, k=3, cost_model=model)
+    assert {c.action for c in e.top} == {"T(4,8,1)", "V", "NT"}
+    for c in e.top:
+        action = Action(c.kind, tuple(int(x) for x in c.action[len(c.kind) + 1:-1].split(","))) \
+            if "(" in c.action else Action(c.kind)
+        assert c.predicted == FakeCostModel.speedup(sess.apply(action).schedule)
+    assert "op0: T(8,32,1) V" in model.asked
+
+    class Broken:
+        def predict(self, program, schedules):
+            raise RuntimeError("no")
+
+    assert all(c.predicted is None for c in explain(sess, logp, masks, cost_model=Broken()).top)
+    assert all(c.predicted is None for c in explain(sess, logp, masks).top)
+
+
+def test_an_interchange_in_progress_chooses_only_the_pointer(matmul):
+    sess = Session(matmul).point(2)
+    logp, masks = fake_heads(sess, {"I": 1.0}, pointers={0: 0.7, 1: 0.3})
+    model = FakeCostModel()
+    e = explain(sess, logp, masks, cost_model=model)
+    assert e.action == "I: loop 0 -> position 1" and e.pending == [2]
+    assert "interchange in progress (d2 placed)" in e.rule()[0]
+    assert e.proposal.p_params == pytest.approx(0.7, abs=1e-6)
+    assert all(c.predicted is None for c in e.top)  # the interchange is not finished: no schedule to predict
+    last = sess.point(0)
+    logp, masks = fake_heads(last, {"I": 1.0}, pointers={1: 1.0})
+    e = explain(last, logp, masks, cost_model=model)
+    assert e.top[0].predicted == FakeCostModel.speedup(last.point(1).schedule)  # the last pointer: I(2,0,1)
+
+
+def test_no_cost_model_module_means_no_predictions(monkeypatch):
+    monkeypatch.setitem(sys.modules, "mlir_rl_tui.agent.costmodel", None)  # importing it raises ImportError
+    assert load_cost_model() is None
+
+
+def test_explanation_json_has_the_rule_and_joint_probabilities(matmul):
+    import json
+
+    sess = Session(matmul)
+    logp, masks = fake_heads(sess, SPLIT, SIZES)
+    d = json.loads(json.dumps(explain(sess, logp, masks, value=0.5).to_json()))
+    assert d["action"] == "T(4,32,32)" and d["rule"][0].startswith("group:")
+    assert d["proposal"]["joint"] == pytest.approx(0.29 * 0.6 * 0.8 * 0.7, abs=1e-6)
+    assert math.isclose(d["value"], 0.5)

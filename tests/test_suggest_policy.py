@@ -1,0 +1,87 @@
+"""The shipped policy on real samples: what its explanation says is what it does, and the probabilities it
+shows are its own (checked against the log-probability PPO trains with)."""
+
+from __future__ import annotations
+
+import math
+import os
+
+import pytest
+import torch
+from conftest import SAMPLES
+from fake_heads import FakeCostModel
+
+from mlir_rl_tui.agent.explain import FINISH, MORE
+from mlir_rl_tui.agent.policy import evaluate_actions
+from mlir_rl_tui.agent.suggest import DEFAULT_CHECKPOINT, load_policy
+from mlir_rl_tui.engine import Session, load_file
+
+
+@pytest.mark.skipif(not os.path.exists(DEFAULT_CHECKPOINT), reason="no shipped policy checkpoint")
+@pytest.mark.parametrize("name", ["matmul", "matmul_generic", "matmul_bias_relu"])
+def test_the_shipped_policy_explains_what_it_proposes(name):
+    pol = load_policy()
+    model = FakeCostModel()
+    sess = Session(load_file(str(SAMPLES / f"{name}.mlir")))
+    steps = 0
+    while not sess.done:
+        e = pol.explain(sess, k=5, cost_model=model)
+        action = pol.decide(sess)
+        assert str(action) == e.action == str(pol.action_of(sess, e))  # what it says is what it does
+        logp, masks, value = pol._heads(sess, with_value=True)
+        assert e.value == pytest.approx(value) and math.isfinite(e.value)
+        # the proposal's probability is the policy's own: the log-probability PPO and BC train
+        t_logp = {k: torch.from_numpy(v)[None] for k, v in logp.items()}
+        t_masks = {k: torch.from_numpy(v)[None] for k, v in masks.items()}
+        lp, _ = evaluate_actions(t_logp, t_masks, torch.from_numpy(e.decision.vector)[None])
+        assert e.proposal.joint == pytest.approx(math.exp(float(lp[0])), rel=1e-4, abs=1e-9)
+        # the rule: the chosen group holds more probability, the transformation leads its group,
+        # every parameter is its row's most probable choice
+        p = dict(e.kinds)
+        d = e.decision
+        if d.group is not None:
+            other = "finish" if d.group == "more" else "more"
+            assert d.masses[d.group] >= d.masses[other]
+            pool = MORE if d.group == "more" else FINISH
+            assert p[d.kind] == max(q for k, q in p.items() if k in pool)
+        else:
+            assert p[d.kind] == max(p.values())
+        rows = [logp["I"]] if d.kind == "I" else list(logp.get(d.kind, []))
+        for param, row in zip(e.params, rows):
+            assert param.p == pytest.approx(math.exp(float(row.max())))
+        assert e.proposal.p_params == pytest.approx(math.prod(q.p for q in e.params) if e.params else 1.0)
+        assert e.rule()[-1].startswith(f"proposal {e.action}: p = ")
+        noted = any("alone is the most probable" in n for n in e.notes())
+        assert noted == (e.most_probable.action != e.action)
+        # the table: joint probabilities, most probable first, the proposal among them, predictions for them
+        _, top = pol.suggest(sess, k=5)
+        assert [q for _, q in top] == sorted((q for _, q in top), reverse=True)
+        assert e.proposal in e.top
+        assert sum(c.joint for c in e.top) <= 1 + 1e-6
+        assert all(c.predicted is not None for c in e.top if not c.action.startswith("I:"))
+        sess = pol.step(sess)
+        steps += 1
+    assert steps >= len(sess.program.ops)
+
+
+@pytest.mark.skipif(not os.path.exists(DEFAULT_CHECKPOINT), reason="no shipped policy checkpoint")
+def test_the_app_adapter_hands_the_panel_the_explanation(monkeypatch):
+    from rich.console import Console
+
+    from mlir_rl_tui.adapter import EngineAdapter
+    from mlir_rl_tui.agent import explain
+    from mlir_rl_tui.widgets.suggest import render_suggestion
+
+    monkeypatch.setattr(explain, "load_cost_model", lambda path=None: FakeCostModel())
+    adapter = EngineAdapter()  # the policy only: no engine (and no worker process) is started
+    sess = Session(load_file(str(SAMPLES / "matmul_generic.mlir")))
+    sug = adapter.suggest(sess, k=3)
+    why = sug.explanation
+    assert why is not None and str(sug.action) == why.action
+    assert [a for a, _ in sug.top] == [c.action for c in sorted(why.top, key=lambda c: -c.joint)][:3]
+    console = Console(width=40, record=True)
+    console.print(render_suggestion(str(sug.action), sug.top, why))
+    text = " ".join(console.export_text().split())
+    assert f"policy suggests {why.action}" in text and "value " in text and "x±" in text
+    assert all(line.split(":")[0] in text for line in why.rule())
+    assert adapter._engine is None
