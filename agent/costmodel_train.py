@@ -111,6 +111,9 @@ class TrainConfig:
     lr: float = 3e-3
     weight_decay: float = 1e-4
     hidden: int = HIDDEN
+    rank_weight: float = 1.0
+    """weight of the pairwise ranking loss (pairs of schedules of one program, logistic on the difference
+    of their predictions) next to the Huber loss on the log speedups: search needs the order most"""
     seed: int = 0
 
 
@@ -130,6 +133,8 @@ def train(samples: list[Sample], cfg: TrainConfig | None = None, limits: Limits 
     x, x0, valid = batch([s.x for s in samples], [s.x0 for s in samples], mean, scale)
     y = torch.tensor([s.log_speedup for s in samples], dtype=torch.float32)
     static = torch.from_numpy(static_mask(limits))
+    progs = {sha: i for i, sha in enumerate(sorted({s.program for s in samples}))}
+    group = torch.tensor([progs[s.program] for s in samples])
     rng = np.random.default_rng(cfg.seed)
     members = []
     for k in range(cfg.members):
@@ -139,14 +144,28 @@ def train(samples: list[Sample], cfg: TrainConfig | None = None, limits: Limits 
         opt = torch.optim.Adam(net.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
         for epoch in range(cfg.epochs):
             opt.zero_grad()
-            loss = torch.nn.functional.huber_loss(net(x[idx], x0[idx], valid[idx], static), y[idx], delta=0.5)
+            pred = net(x[idx], x0[idx], valid[idx], static)
+            loss = torch.nn.functional.huber_loss(pred, y[idx], delta=0.5)
+            if cfg.rank_weight:
+                loss = loss + cfg.rank_weight * rank_loss(pred, y[idx], group[idx])
             loss.backward()
             opt.step()
             if on_progress is not None and epoch % 50 == 0:
-                on_progress(k, cfg.members, float(loss))
+                on_progress(k, cfg.members, float(loss.detach()))
         members.append(net)
     info = {"samples": len(samples), "programs": len({s.program for s in samples}), "config": cfg.__dict__}
     return CostModel(members, mean, scale, limits, info)
+
+
+def rank_loss(pred: torch.Tensor, y: torch.Tensor, group: torch.Tensor, margin: float = 0.05) -> torch.Tensor:
+    """Mean logistic loss over the ordered pairs of one program whose measured log speedups differ by more
+    than `margin` (closer ones are within the noise: no order to learn)."""
+    dy = y[:, None] - y[None, :]
+    pairs = (group[:, None] == group[None, :]) & (dy > margin)
+    if not bool(pairs.any()):
+        return pred.sum() * 0.0
+    dp = pred[:, None] - pred[None, :]
+    return torch.nn.functional.softplus(-dp[pairs]).mean()
 
 
 # ----------------------------------------------------------------------------------------------
