@@ -48,7 +48,7 @@ def summary(ms: list) -> tuple[float, float, float]:
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--programs", required=True, help="an engine.dataset folder: its eval split is used")
+    p.add_argument("--programs", help="an engine.dataset folder: its eval split is used")
     p.add_argument("--split", default="eval", choices=["eval", "train", "all"])
     p.add_argument("--limit", type=int, default=0, help="only the first N programs of the split")
     p.add_argument("--hill", type=int, default=100)
@@ -57,7 +57,11 @@ def main() -> int:
     p.add_argument("--runs", type=int, default=5)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", help="also write the rows to this JSON file")
+    p.add_argument("--table", metavar="JSON", help="only print the table of rows written earlier with --json")
     args = p.parse_args()
+    if args.table:
+        table(json.loads(pathlib.Path(args.table).read_text()), args.hill, args.guided)
+        return 0
     from mlir_rl_tui.agent.costmodel import load_cost_model
     from mlir_rl_tui.engine import Engine, load_file
     from mlir_rl_tui.engine.cache import CACHE_FILE, Cache
@@ -65,6 +69,8 @@ def main() -> int:
     from mlir_rl_tui.engine.dataset import read_manifest
     from mlir_rl_tui.engine.search import search
 
+    if not args.programs:
+        sys.exit("--programs DATASET is needed")
     model = load_cost_model(args.model)
     if model is None:
         sys.exit("no cost model: train one (mlir-rl-tui costmodel train) and pass --model")
@@ -104,7 +110,7 @@ def main() -> int:
                                                   hill.speedup / math.exp(hill.best.speedup_rel_error)),
                    "hill_to_own_best": reached(hill.history, hill.speedup),
                    "hill": hs, "guided": gs, "ratio": ratio, "ratio_ci": [lo_g / hi_h, hi_g / max(lo_h, 1e-9)],
-                   "tie_or_better": ratio >= 1 or lo_g / hi_h <= 1,
+                   "tie_or_better": ratio >= 1 or hi_g / max(lo_h, 1e-9) >= 1,  # the interval reaches 1
                    "hill_s": round(t_hill, 1), "guided_s": round(t_guided, 1),
                    "hill_schedule": str(hill.schedule), "guided_schedule": str(guided.schedule)}
             rows.append(row)
@@ -112,7 +118,17 @@ def main() -> int:
     finally:
         for e in engines.values():
             e.close()
-    print(f"| program | hill @{args.hill} (measured) | guided @{args.guided} (measured) | re-measured hill | "
+    table(rows, args.hill, args.guided)
+    if args.json:
+        pathlib.Path(args.json).write_text(json.dumps(rows, indent=1))
+    return 0
+
+
+def table(rows: list[dict], n_hill: int, n_guided: int) -> None:
+    """The markdown table and the summary line."""
+    for r in rows:  # rows written before the interval rule was fixed
+        r["tie_or_better"] = r["ratio"] >= 1 or r["ratio_ci"][1] >= 1
+    print(f"| program | hill @{n_hill} (measured) | guided @{n_guided} (measured) | re-measured hill | "
           f"re-measured guided | guided / hill [95% interval] | guided reached hill's best after |")
     print("|---|---|---|---|---|---|---|")
     for r in rows:
@@ -129,9 +145,6 @@ def main() -> int:
               f"{min(r['ratio'] for r in rows):.2f}; tie or better on {sum(r['tie_or_better'] for r in rows)}/"
               f"{len(rows)}; guided measured {statistics.mean(r['guided_evaluated'] for r in rows):.1f}, hill "
               f"{statistics.mean(r['hill_evaluated'] for r in rows):.1f} on average")
-    if args.json:
-        pathlib.Path(args.json).write_text(json.dumps(rows, indent=1))
-    return 0
 
 
 if __name__ == "__main__":
