@@ -7,7 +7,7 @@ and is read with `torch.load(weights_only=True)`, whose unpickler only rebuilds 
 and containers: a file that names any other Python object (an `os.system` in a `__reduce__`) is refused
 before anything runs. Limits, configuration, metadata, optimizer hyper-parameters and RNG state live in the
 JSON text; everything else is a tensor. The policy (agent/policy.py), the PPO resume state (agent/ppo.py),
-behaviour cloning's output and a future cost model all go through `save` and `load` here, each with its own
+behaviour cloning's output and the cost model (agent/costmodel.py) all go through `save` and `load` here, each with its own
 `kind`.
 
 Files written by an older mlir-rl-tui (pickled dicts of limits and metadata) are not read silently:

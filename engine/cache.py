@@ -334,6 +334,30 @@ class Cache:
     def put(self, program_sha: str, schedule: str, machine: str, result: dict) -> None:
         self._write("measurements", {"program": program_sha, "schedule": schedule, "machine": machine}, result)
 
+    def entries(self, machine: str | None = None, programs: set[str] | None = None) -> list[tuple[str, str, str, dict]]:
+        """Every intact stored measurement as (program sha256, schedule text, machine, result): the cost
+        model's training data (agent.costmodel). `machine` and `programs` (sha256s) narrow the rows read; a
+        row whose checksum or JSON is wrong is skipped (and left for `get` to report and replace)."""
+        where, params = "", []
+        if machine is not None:
+            where, params = " WHERE machine=?", [machine]
+        rows = self._run(lambda db: db.execute(f"SELECT program, schedule, machine, result, checksum FROM measurements"
+                                               f"{where}", params).fetchall()) or []
+        out = []
+        for program, schedule, mach, text, digest in rows:
+            if programs is not None and program not in programs:
+                continue
+            if not isinstance(text, str) or len(text) > MAX_ROW_CHARS \
+                    or digest != checksum((program, schedule, mach), text):
+                continue
+            try:
+                value = json.loads(text)
+            except ValueError:
+                continue
+            if isinstance(value, dict):
+                out.append((program, schedule, mach, value))
+        return out
+
     def get_machine(self, machine: str, parse: Callable[[dict], T] | None = None) -> T | dict | None:
         """The machine's measured roofline (engine.roofline.Peaks as JSON), if measured and intact."""
         return self._read("machines", "peaks", {"machine": machine}, parse, "roofline of this machine")

@@ -400,3 +400,30 @@ def read_manifest(path: str) -> dict:
         e["abspath"] = os.path.join(base, p)
         programs[i] = e
     return man
+
+
+#: What `measure` runs on each program by default: random draws cover the space, hill climbing the region
+#: near good schedules (where a model-guided search must rank well).
+MEASURE_METHODS = ("random", "hill")
+
+
+def measure(paths: list[str], engine, budget: int = 20, methods: tuple[str, ...] = MEASURE_METHODS, seed: int = 0,
+            on_progress: Callable[[int, int, str], None] | None = None) -> dict[str, int]:
+    """Measurements for the cost model (agent.costmodel): each search method with `budget` measurements on
+    each program, all stored in the engine's cache. Returns {program path: measurements made}; a program
+    whose baseline does not run is skipped (0)."""
+    from mlir_rl_tui.engine.program import load_file
+    from mlir_rl_tui.engine.search import search
+
+    made: dict[str, int] = {}
+    for i, path in enumerate(paths):
+        prog = load_file(path)
+        made[path] = 0
+        for k, method in enumerate(methods):
+            if on_progress is not None:
+                on_progress(i, len(paths), f"{os.path.basename(path)} {method}")
+            try:
+                made[path] += search(engine, prog, method, budget, seed=seed + k).evaluated
+            except EngineError:  # the baseline fails: nothing to learn from this program
+                break
+    return made

@@ -13,7 +13,7 @@ from conftest import SAMPLES
 from mlir_rl_tui.engine import load_file
 from mlir_rl_tui.engine.errors import EngineError
 from mlir_rl_tui.engine.mask import check_schedule
-from mlir_rl_tui.engine.search import METHODS, search
+from mlir_rl_tui.engine.search import METHODS, NEEDS_RANKER, search
 
 
 def complete_and_legal(program, schedule) -> bool:
@@ -26,7 +26,10 @@ def complete_and_legal(program, schedule) -> bool:
 def test_every_method_stays_within_budget_and_returns_a_validated_schedule(engine, method, sample, budget):
     prog = load_file(str(SAMPLES / sample))
     seen = []
-    r = search(engine, prog, method, budget, seed=1, on_progress=lambda r: seen.append(r.evaluated))
+    ranker = None
+    if method in NEEDS_RANKER:  # the shipped cost model (agent/checkpoints/costmodel.pt)
+        ranker = pytest.importorskip("mlir_rl_tui.agent.costmodel").load_cost_model()
+    r = search(engine, prog, method, budget, seed=1, on_progress=lambda r: seen.append(r.evaluated), ranker=ranker)
     assert r.best.ok and r.best.validated, r.best.error
     assert r.candidates <= budget and r.evaluated <= budget
     assert r.stopped in ("budget", "converged")

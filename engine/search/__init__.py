@@ -4,6 +4,7 @@ random and greedy, beam search, the 2024 paper's restricted exhaustive search).
 ```python
 from mlir_rl_tui.engine.search import search
 r = search(engine, program, "hill", budget=30, seed=0, trace="hill.jsonl", on_progress=print)
+r = search(engine, program, "guided", budget=30, ranker=load_cost_model())   # mlir_rl_tui.agent.costmodel
 r.best (Measurement), r.schedule (Schedule), r.evaluated, r.cache_hits, r.history [(spent, best speedup)]
 ```
 Every method measures complete schedules built through engine.Session (legal by construction) with
@@ -25,23 +26,32 @@ from mlir_rl_tui.engine.search.base import BudgetExhausted, Evaluator, SearchRes
 from mlir_rl_tui.engine.search.beam import beam
 from mlir_rl_tui.engine.search.exhaustive import exhaustive
 from mlir_rl_tui.engine.search.greedy import greedy
+from mlir_rl_tui.engine.search.guided import Ranker, guided
 from mlir_rl_tui.engine.search.hill import hill_climb
 from mlir_rl_tui.engine.search.random_search import random_search
 
 METHODS: dict[str, Callable] = {
     "hill": hill_climb, "random": random_search, "greedy": greedy, "beam": beam, "exhaustive": exhaustive,
+    "guided": guided,
 }
+#: Methods that rank candidates with a cost model (`ranker`) before measuring them.
+NEEDS_RANKER = ("guided",)
 
-__all__ = ["METHODS", "SearchResult", "search"]
+__all__ = ["METHODS", "NEEDS_RANKER", "Ranker", "SearchResult", "search"]
 
 
 def search(engine: Engine, program: Program, method: str, budget: int, seed: int = 0, trace: str | None = None,
            on_progress: Callable[[SearchResult], None] | None = None, cancel: threading.Event | None = None,
-           free_cache_hits: bool = False) -> SearchResult:
-    """Run one search method with a budget of measurements; the best schedule is written to `trace`."""
+           free_cache_hits: bool = False, ranker: Ranker | None = None) -> SearchResult:
+    """Run one search method with a budget of measurements; the best schedule is written to `trace`.
+    `ranker` is the cost model of the guided search (`mlir_rl_tui.agent.costmodel.load_cost_model()`)."""
     if method not in METHODS:
         raise EngineError(f"unknown search method {method!r}; choose one of {', '.join(METHODS)}")
+    if method in NEEDS_RANKER and ranker is None:
+        raise EngineError(f"the {method} search needs a cost model: pass ranker=load_cost_model() "
+                          "(mlir_rl_tui.agent.costmodel); `mlir-rl-tui costmodel train` makes one")
     ev = Evaluator(engine, program, budget, method, on_progress, cancel, free_cache_hits)
+    ev.ranker = ranker
     try:
         METHODS[method](ev, np.random.default_rng(seed))
         ev.result.stopped = "budget" if ev.exhausted else "converged"

@@ -76,6 +76,7 @@ class Evaluator:
         self.result = SearchResult(method, base, sched, budget=budget)
         self.result.history.append((0, 1.0))
         self.openmp = engine.openmp
+        self.ranker = None  # the cost model of a model-guided search (engine.search.guided.Ranker)
 
     @property
     def exhausted(self) -> bool:

@@ -18,6 +18,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--no-baseline", action="store_true", help="do not measure baselines (faster; no times)")
     g.add_argument("--runs", type=int, default=5, help="timed runs per baseline (median reported)")
     g.add_argument("--json", action="store_true", help="print the manifest as one JSON object")
+    m = sub.add_parser("measure", help="measure schedules of a data set's programs for the cost model (costmodel train)")
+    m.add_argument("programs", nargs="+", metavar="DIR|FILE",
+                   help="engine.dataset folders (their programs, or one --split) and .mlir files")
+    m.add_argument("--split", choices=["train", "eval", "all"], default="all", help="which split of a folder")
+    m.add_argument("--budget", type=int, default=20, help="measurements per search method and program (default 20)")
+    m.add_argument("--methods", default=",".join(("random", "hill")),
+                   help="comma-separated search methods run on each program (default random,hill)")
+    m.add_argument("--seed", type=int, default=0)
+    m.add_argument("--runs", type=int, default=3, help="timing rounds per measurement (default 3: cheap data)")
     p.set_defaults(usage_help=p.print_help)  # `mlir-rl-tui dataset` alone: its help, status 2
 
 
@@ -25,6 +34,8 @@ def run(args: argparse.Namespace) -> int:
     from mlir_rl_tui.engine import dataset
     from mlir_rl_tui.progress import ProgressLine
 
+    if args.dataset_command == "measure":
+        return run_measure(args)
     if args.dataset_command != "generate":
         args.usage_help()
         return 2
@@ -46,4 +57,47 @@ def run(args: argparse.Namespace) -> int:
     print(f"{args.out}: {len(man['programs'])} programs ({kinds['single']} single ops, {kinds['sequence']} "
           f"sequences), {len(man['train'])} train / {len(man['eval'])} eval, manifest.json, "
           f"{time.monotonic() - start:.1f} s")
+    return 0
+
+
+def program_paths(items: list[str], split: str = "all") -> list[str]:
+    """.mlir files named by FILE arguments: a data set folder (its manifest's programs of `split`), a folder
+    of .mlir files, or a file."""
+    import os
+
+    from mlir_rl_tui.engine.dataset import read_manifest
+
+    out: list[str] = []
+    for item in items:
+        if os.path.isdir(item) and os.path.exists(os.path.join(item, "manifest.json")):
+            man = read_manifest(item)
+            out += [e["abspath"] for e in man["programs"] if split == "all" or e.get("split", "train") == split]
+        elif os.path.isdir(item):
+            out += sorted(os.path.join(item, f) for f in os.listdir(item) if f.endswith(".mlir"))
+        elif os.path.isfile(item):
+            out.append(item)
+        else:
+            raise CliError(f"{item}: no such file or folder")
+    return out
+
+
+def run_measure(args: argparse.Namespace) -> int:
+    from mlir_rl_tui.engine import dataset
+    from mlir_rl_tui.engine.search import METHODS
+    from mlir_rl_tui.progress import ProgressLine
+
+    methods = tuple(m for m in args.methods.split(",") if m)
+    bad = [m for m in methods if m not in METHODS]
+    if bad or not methods:
+        raise CliError(f"unknown search method {','.join(bad) or '(none)'}; choose from {', '.join(METHODS)}")
+    if args.budget < 1:
+        raise CliError(f"--budget must be at least 1, not {args.budget}")
+    paths = program_paths(args.programs, args.split)
+    start = time.monotonic()
+    with ProgressLine() as line, make_engine(args) as eng:
+        made = dataset.measure(paths, eng, args.budget, methods, args.seed,
+                               on_progress=lambda i, n, what: line.update(f"measure: {i}/{n} {what}"))
+        cached = len(eng.cache) if eng.cache is not None else 0
+    print(f"{sum(made.values())} measurements on {len(paths)} programs ({sum(1 for v in made.values() if v)} "
+          f"measured), cache now {cached} rows, {time.monotonic() - start:.1f} s")
     return 0

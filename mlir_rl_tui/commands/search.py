@@ -29,16 +29,19 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_json(p)
     p.add_argument("--trace", help="append the best schedule as a trace episode to this JSONL file")
     p.add_argument("--runs", type=int, default=5, help="timed runs per measurement (median reported)")
+    p.add_argument("--model", metavar="FILE", help="the cost model of --method guided (default: the shipped one; "
+                                                   "`mlir-rl-tui costmodel train` makes one)")
 
 
 def run(args: argparse.Namespace) -> int:
-    from mlir_rl_tui.engine.search import search
+    from mlir_rl_tui.engine.search import NEEDS_RANKER, search
     from mlir_rl_tui.progress import ProgressLine
 
     if args.budget < 1:
         raise CliError(f"--budget must be at least 1, not {args.budget}")
     prog = load_program(args)
     check_measurable(prog, args.file)
+    ranker = load_ranker(args.model) if args.method in NEEDS_RANKER else None
     start = time.monotonic()
     with ProgressLine() as line, make_engine(args) as eng:
 
@@ -47,7 +50,8 @@ def run(args: argparse.Namespace) -> int:
                         f"best {fmt_speedup(r.best.speedup)}")
 
         line.update(f"{args.method}: measuring the baseline")
-        r = search(eng, prog, args.method, args.budget, seed=args.seed, trace=args.trace, on_progress=progress)
+        r = search(eng, prog, args.method, args.budget, seed=args.seed, trace=args.trace, on_progress=progress,
+                   ranker=ranker)
     if args.json:
         emit(r.to_json())
         return 0 if r.best.ok else 1
@@ -62,3 +66,17 @@ def run(args: argparse.Namespace) -> int:
           f"stopped: {r.stopped}, {time.monotonic() - start:.1f} s"
           + (f"; trace appended to {args.trace}" if args.trace else ""))
     return 0 if m.ok else 1
+
+
+def load_ranker(path: str | None):
+    """The cost model of a guided search: `path`, or the shipped one (imports torch)."""
+    try:
+        from mlir_rl_tui.agent.costmodel import load_cost_model
+    except ImportError as e:
+        raise CliError(f"the guided search needs the agent extra (torch: {e.name} is missing); "
+                       "pip install 'mlir-rl-tui[agent]'") from None
+    model = load_cost_model(path)
+    if model is None:
+        raise CliError("no shipped cost model (agent/checkpoints/costmodel.pt); train one with "
+                       "`mlir-rl-tui costmodel train` and pass --model")
+    return model
