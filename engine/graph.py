@@ -41,7 +41,7 @@ _TRANSPOSE = re.compile(rf"^(\s*)({_SSA}) = linalg\.transpose ins\(({_SSA}) : te
 _NCHW_OP = re.compile(rf"^(\s*)({_SSA}) = linalg\.(conv_2d_nchw_fchw|depthwise_conv_2d_nchw_chw|pooling_nchw_max|"
                       rf"pooling_nchw_sum) (\{{[^}}]*\}}) ins\(({_SSA}), ({_SSA}) : tensor<([\dx]+)x(\w+)>, "
                       rf"tensor<([\dx]+)x\w+>\) outs\(({_SSA}) : tensor<([\dx]+)x\w+>\) -> tensor<[\dx]+x\w+>\s*$")
-_PAD = re.compile(rf"^(\s*)({_SSA}) = tensor\.pad ({_SSA}) low\[0, 0, (\d+), (\d+)\] high\[0, 0, (\d+), (\d+)\] \{{\s*$")
+_PAD = re.compile(rf"^(\s*)({_SSA}) = tensor\.pad ({_SSA}) low\[([\d, ]+)\] high\[([\d, ]+)\] \{{\s*$")
 _PAD_END = re.compile(r"^\s*\} : tensor<([\dx]+)x(\w+)> to tensor<[\dx]+x\w+>\s*$")
 _YIELD = re.compile(rf"^\s*tensor\.yield ({_SSA}) : \w+\s*$")
 _FILL = re.compile(rf"^(\s*)({_SSA}) = linalg\.fill ins\(({_SSA}) : (\w+)\) outs\(({_SSA}) : tensor<[\dx]+x\w+>\)")
@@ -82,14 +82,6 @@ class _Func:
     def fresh(self, stem: str) -> str:
         self.n += 1
         return f"%g{self.n}_{stem}"
-
-    def defs(self) -> dict[str, int]:
-        out = {}
-        for i, ln in enumerate(self.lines):
-            m = re.match(rf"^\s*({_SSA})(?::\d+)? = ", ln)
-            if m:
-                out[m.group(1)] = i
-        return out
 
     def uses(self, name: str) -> int:
         pat = re.compile(re.escape(name) + r"(?![\w.$-])")
@@ -157,20 +149,39 @@ def _transpose(f: _Func, indent: str, src: str, shape: tuple[int, ...], dtype: s
              f"permutation = [{', '.join(str(p) for p in perm)}]"], t, out_shape)
 
 
-def _pad_block(f: _Func, name: str) -> tuple[int, int, re.Match, str] | None:
-    """The tensor.pad defining `name` (NCHW, padding only H and W, a constant yield): (first line, last
-    line, its header match, the yielded value)."""
-    for i, ln in enumerate(f.lines):
-        m = _PAD.match(ln)
-        if m and m.group(2) == name:
-            for j in range(i + 1, min(i + 6, len(f.lines))):
-                if _PAD_END.match(f.lines[j]):
-                    body = f.lines[i + 1:j]
-                    ys = [y for y in (_YIELD.match(b) for b in body) if y]
-                    if len(ys) == 1:
-                        return i, j, m, ys[0].group(1)
-                    return None
-    return None
+@dataclass
+class Pad:
+    """A `tensor.pad` by one yielded value, lines `start`..`end` of the function."""
+
+    start: int
+    end: int
+    indent: str
+    result: str
+    source: str
+    low: tuple[int, ...]
+    high: tuple[int, ...]
+    value: str
+    source_shape: tuple[int, ...]
+    dtype: str
+    padded_type: str
+
+
+def pad_at(f: _Func, i: int) -> Pad | None:
+    """The pad starting at line `i`, or None (not a pad, or not by one constant value)."""
+    m = _PAD.match(f.lines[i])
+    if m is None:
+        return None
+    end = next((j for j in range(i + 1, min(i + 6, len(f.lines))) if _PAD_END.match(f.lines[j])), None)
+    if end is None:
+        return None
+    ys = [y for y in (_YIELD.match(b) for b in f.lines[i + 1:end]) if y]
+    em = _PAD_END.match(f.lines[end])
+    padded = re.search(r"to (tensor<[\dx]+x\w+>)", f.lines[end])
+    if len(ys) != 1 or em is None or padded is None:
+        return None
+    indent, res, src, low, high = m.groups()
+    return Pad(i, end, indent, res, src, tuple(int(x) for x in low.split(",")), tuple(int(x) for x in high.split(",")),
+               ys[0].group(1), _shape(em.group(1)), em.group(2), padded.group(1))
 
 
 def to_nhwc(f: _Func) -> int:
@@ -187,20 +198,22 @@ def to_nhwc(f: _Func) -> int:
         indent, res, kind, attrs, inp, filt, in_shape, dtype, filt_shape, out, out_shape = m.groups()
         new_kind, fperm = NHWC_FORM[kind]
         new: list[str] = []
-        pad = _pad_block(f, inp) if f.uses(inp) == 1 else None
+        pad = None
+        if f.uses(inp) == 1:
+            at = next((k for k, ln in enumerate(f.lines) if (pm := _PAD.match(ln)) and pm.group(2) == inp), None)
+            pad = pad_at(f, at) if at is not None else None
+            if pad is not None and (pad.low[:2] != (0, 0) or pad.high[:2] != (0, 0)):
+                pad = None  # padding N or C: keep the NCHW pad
         if pad is not None:  # pad in NHWC: transpose the unpadded input, then pad H and W (dims 1 and 2)
-            _, j, pm, value = pad
-            src = pm.group(3)
-            src_shape = _shape(_PAD_END.match(f.lines[j]).group(1))  # type: ignore[union-attr]
-            lines, t, t_shape = _transpose(f, indent, src, src_shape, dtype, TO_NHWC, "in")
+            lines, t, t_shape = _transpose(f, indent, pad.source, pad.source_shape, dtype, TO_NHWC, "in")
             new += lines
-            lo_h, lo_w, hi_h, hi_w = (int(x) for x in pm.group(4, 5, 6, 7))
+            (lo_h, lo_w), (hi_h, hi_w) = pad.low[2:], pad.high[2:]
             padded_shape = (t_shape[0], t_shape[1] + lo_h + hi_h, t_shape[2] + lo_w + hi_w, t_shape[3])
             p = f.fresh("padded")
             idx = ", ".join(f"%{p[1:]}_i{k}: index" for k in range(4))
             new += [f"{indent}{p} = tensor.pad {t} low[0, {lo_h}, {lo_w}, 0] high[0, {hi_h}, {hi_w}, 0] {{",
                     f"{indent}^bb0({idx}):",
-                    f"{indent}  tensor.yield {value} : {dtype}",
+                    f"{indent}  tensor.yield {pad.value} : {dtype}",
                     f"{indent}}} : {_ty(t_shape, dtype)} to {_ty(padded_shape, dtype)}"]
             x, x_shape = p, padded_shape
         else:
@@ -232,13 +245,10 @@ def to_nhwc(f: _Func) -> int:
         f.lines[i:i + 1] = new
         i += len(new)
         if pad is not None:  # the NCHW pad had this one use
-            del f.lines[pad[0]:pad[1] + 1]
-            i -= pad[1] + 1 - pad[0]
+            del f.lines[pad.start:pad.end + 1]
+            i -= pad.end + 1 - pad.start
         done += 1
     return done
-
-
-_ANY_PAD = re.compile(rf"^(\s*)({_SSA}) = tensor\.pad ({_SSA}) low\[([\d, ]+)\] high\[([\d, ]+)\] \{{\s*$")
 
 
 def pads_to_inserts(f: _Func) -> int:
@@ -246,27 +256,17 @@ def pads_to_inserts(f: _Func) -> int:
     done = 0
     i = 0
     while i < len(f.lines):
-        m = _ANY_PAD.match(f.lines[i])
-        end = next((j for j in range(i + 1, min(i + 6, len(f.lines))) if _PAD_END.match(f.lines[j])), None) if m else None
-        if m is None or end is None:
+        pad = pad_at(f, i)
+        if pad is None:
             i += 1
             continue
-        ys = [y for y in (_YIELD.match(b) for b in f.lines[i + 1:end]) if y]
-        if len(ys) != 1:
-            i += 1
-            continue
-        indent, res, src, low, _ = m.groups()
-        em = _PAD_END.match(f.lines[end])
-        assert em is not None
-        src_shape, dtype = _shape(em.group(1)), em.group(2)
-        padded = re.search(r"to (tensor<[\dx]+x\w+>)", f.lines[end]).group(1)  # type: ignore[union-attr]
-        e, fill = f.fresh("pad_init"), f.fresh("pad_fill")
-        n = len(src_shape)
-        f.lines[i:end + 1] = [
-            f"{indent}{e} = tensor.empty() : {padded}",
-            f"{indent}{fill} = linalg.fill ins({ys[0].group(1)} : {dtype}) outs({e} : {padded}) -> {padded}",
-            f"{indent}{res} = tensor.insert_slice {src} into {fill}[{low}] [{', '.join(str(d) for d in src_shape)}] "
-            f"[{', '.join(['1'] * n)}] : {_ty(src_shape, dtype)} into {padded}"]
+        e, fill, ty = f.fresh("pad_init"), f.fresh("pad_fill"), pad.padded_type
+        ones = ", ".join(["1"] * len(pad.source_shape))
+        f.lines[i:pad.end + 1] = [
+            f"{pad.indent}{e} = tensor.empty() : {ty}",
+            f"{pad.indent}{fill} = linalg.fill ins({pad.value} : {pad.dtype}) outs({e} : {ty}) -> {ty}",
+            f"{pad.indent}{pad.result} = tensor.insert_slice {pad.source} into {fill}[{', '.join(map(str, pad.low))}] "
+            f"[{', '.join(map(str, pad.source_shape))}] [{ones}] : {_ty(pad.source_shape, pad.dtype)} into {ty}"]
         i += 3
         done += 1
     return done
