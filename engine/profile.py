@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import ctypes
 import time
-from collections.abc import Callable
-from contextlib import AbstractContextManager, nullcontext
 
 from mlir_rl_tui.engine.compile import (
     Compiled,
@@ -75,9 +73,8 @@ def instrument(module, func: str) -> list[list[str]]:
 
 
 def per_op(text: str, script_text: str | None, parallel: bool, func: str, arg_specs, result_spec, seed: int,
-           runs: int = 20, timing: Callable[[Compiled], AbstractContextManager] | None = None) -> list[dict]:
-    """[{"ops": [...], "ms": median, "share": fraction}] for each timed group of the program; the runs
-    hold `timing(compiled)` (the worker's timing protocol)."""
+           runs: int = 20) -> list[dict]:
+    """[{"ops": [...], "ms": median, "share": fraction}] for each timed group of the program."""
     from mlir import ir
     from mlir.execution_engine import ExecutionEngine
     from mlir.passmanager import PassManager
@@ -103,15 +100,14 @@ def per_op(text: str, script_text: str | None, parallel: bool, func: str, arg_sp
         compiled = Compiled(eng, func, arg_specs, result_spec, keep=(module, callback))
         compiled.bind(random_inputs(arg_specs, seed))
         samples: list[list[float]] = [[] for _ in groups]
-        with timing(compiled) if timing is not None else nullcontext():
-            for r in range(runs + 2):
-                marks.clear()
-                compiled.call()
-                compiled.free_result()
-                if r < 2 or len(marks) != len(groups) + 1:  # warm-up
-                    continue
-                for k in range(len(groups)):
-                    samples[k].append((marks[k + 1][1] - marks[k][1]) / 1e6)
+        for r in range(runs + 2):
+            marks.clear()
+            compiled.call()
+            compiled.free_result()
+            if r < 2 or len(marks) != len(groups) + 1:  # warm-up
+                continue
+            for k in range(len(groups)):
+                samples[k].append((marks[k + 1][1] - marks[k][1]) / 1e6)
     med = [sorted(s)[len(s) // 2] if s else 0.0 for s in samples]
     total = sum(med) or 1.0
     return [{"ops": g, "ms": m, "share": m / total} for g, m in zip(groups, med)]

@@ -128,25 +128,6 @@ def _spinning(compiled, parallel: bool):
 
 
 @contextmanager
-def timing_protocol(req: dict, compiled):
-    """What a measurement's timed runs hold: the machine's timing lock, the CPU lock exclusively (a
-    parallel kernel has every core), the thread pinned, OpenMP threads spinning between runs."""
-    cpu = req.get("cpu_lock") if req.get("exclusive", True) or req["parallel"] else None
-    with _flock(req.get("lock")), _flock(cpu), _pinned(), _spinning(compiled, req["parallel"]):
-        yield
-
-
-@contextmanager
-def profiling(compiled, parallel: bool):
-    """What the per-op profile's runs hold: the thread pinned and OpenMP threads spinning between runs, as
-    in a measurement (without them each profiled parallel op paid a thread wake-up after its marker:
-    attention 0.97 ms profiled against 0.10 ms measured), but not the machine's timing locks: a profile of
-    a slow program (20 runs) would hold every other measurement up for its whole length."""
-    with _pinned(), _spinning(compiled, parallel):
-        yield
-
-
-@contextmanager
 def _pinned():
     """The timing thread stays on the core it is on (OpenMP's first thread is core 0: KMP_AFFINITY in
     engine.pool); compiling afterwards may use any core again."""
@@ -240,8 +221,7 @@ def handle(req: dict, out, baselines: _Baselines, watchdog: Watchdog | None = No
         from mlir_rl_tui.engine.profile import per_op
 
         try:
-            groups = per_op(req["program"], script, req["parallel"], req["func"], specs, res_spec, req["seed"],
-                            timing=lambda compiled: profiling(compiled, req["parallel"]))
+            groups = per_op(req["program"], script, req["parallel"], req["func"], specs, res_spec, req["seed"])
         except StageError as e:
             return result("transform-error" if e.stage == "transform" else "compile-error", error=str(e))
         return result("ok", per_op=groups)
@@ -328,7 +308,8 @@ def handle(req: dict, out, baselines: _Baselines, watchdog: Watchdog | None = No
         return prepared
     compiled, first, base, extra = prepared
     cfg = TimingConfig(**req.get("timing", {}))
-    with timing_protocol(req, compiled):
+    cpu = req.get("cpu_lock") if req.get("exclusive", True) or req["parallel"] else None
+    with _flock(req.get("lock")), _flock(cpu), _pinned(), _spinning(compiled, req["parallel"]):
         timed = time_kernel(_timed_call(compiled, watch, unwatch), first * 1e3, cfg,
                             _timed_call(base.compiled) if base else None, base.first_ms if base else 0.0,
                             limit_ms=limit * 1e3 if limit else None,
