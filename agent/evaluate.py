@@ -2,9 +2,10 @@
 
 Per program, one program at a time (nothing else competes for the cores):
 1. the policy schedules the program in one pass (no measurement during its decisions);
-2. hill climbing searches with `budget` measurements (its `found` figure is the fastest of those noisy
-   measurements, which overstates its schedule: the winner's curse);
-3. the two final schedules are measured again, fresh, interleaved A B A B for `rounds` rounds; each
+2. hill climbing searches with each of the budgets (hill@50, hill@100: the larger search replays the
+   smaller one's candidates from the cache); its `found` figure is the fastest of those noisy measurements,
+   which overstates its schedule (the winner's curse);
+3. the final schedules are measured again, fresh, interleaved A B C A B C for `rounds` rounds; each
    figure is the median over rounds of the paired speedup (schedule vs baseline in the same moment);
 4. PyTorch eager on the same shapes and layout in a fresh process (agent.torch_reference), when the
    program is one op PyTorch has.
@@ -31,9 +32,14 @@ def gmean(xs: list[float | None]) -> float | None:
     return math.exp(sum(math.log(x) for x in v) / len(v)) if v else None
 
 
-def evaluate_program(eng: Engine, policy, path: str, budget: int | None, seed: int = 0, rounds: int = 3,
+def hill_key(budget: int) -> str:
+    """The name of hill climbing with `budget` measurements in rows and summaries: hill@50."""
+    return f"hill@{budget}"
+
+
+def evaluate_program(eng: Engine, policy, path: str, budgets: list[int], seed: int = 0, rounds: int = 3,
                      torch: bool = True) -> dict:
-    """One row of the evaluation table (see the module docstring); `budget=None` skips the search."""
+    """One row of the evaluation table (see the module docstring); no budgets: no search."""
     from mlir_rl_tui.agent.suggest import to_measure
     from mlir_rl_tui.engine.search import search
 
@@ -41,15 +47,20 @@ def evaluate_program(eng: Engine, policy, path: str, budget: int | None, seed: i
     sess = policy.schedule(Session(prog, openmp=eng.openmp))
     schedules = {"policy": to_measure(sess.schedule)}
     row: dict = {"program": path, "policy_schedule": str(schedules["policy"])}
-    if budget:
-        r = search(eng, prog, "hill", budget, seed=seed)
-        schedules["hill"] = r.schedule
-        row.update(hill_schedule=str(r.schedule), hill_found=r.best.speedup if r.best.ok else None)
-    measured: dict[str, list] = {k: [] for k in schedules}
+    for b in sorted(budgets):  # the smaller search first: the larger one meets its candidates in the cache
+        r = search(eng, prog, "hill", b, seed=seed)
+        k = hill_key(b)
+        schedules[k] = r.schedule
+        row.update({f"{k}_schedule": str(r.schedule), f"{k}_found": r.best.speedup if r.best.ok else None})
+    # each distinct schedule measured once per round, all of them interleaved (A B C A B C ...)
+    distinct = list(dict.fromkeys(str(s) for s in schedules.values()))
+    by_text = {str(s): s for s in schedules.values()}
+    runs: dict[str, list] = {t: [] for t in distinct}
     for _ in range(rounds):
-        for k, s in schedules.items():
-            measured[k].append(eng.measure(prog, s, use_cache=False))
-    for k, ms in measured.items():
+        for t in distinct:
+            runs[t].append(eng.measure(prog, by_text[t], use_cache=False))
+    for k, sched in schedules.items():
+        ms = runs[str(sched)]
         ok = [m for m in ms if m.ok and m.speedup]
         row[k] = statistics.median(m.speedup for m in ok) if len(ok) == len(ms) else None
         row[f"{k}_status"] = "ok" if row[k] else next(m for m in ms if not m.ok).status
@@ -59,7 +70,7 @@ def evaluate_program(eng: Engine, policy, path: str, budget: int | None, seed: i
     row["policy_below_baseline"] = below_baseline(*own)
     row["fallback"] = fallback_fires(*own)
     row["policy_with_fallback"] = with_fallback(*own)
-    base = [m.baseline_ms for ms in measured.values() for m in ms if m.baseline_ms]
+    base = [m.baseline_ms for ms in runs.values() for m in ms if m.baseline_ms]
     row["baseline_ms"] = statistics.median(base) if base else None
     if torch:
         from mlir_rl_tui.agent.torch_reference import run_in_subprocess
@@ -70,18 +81,20 @@ def evaluate_program(eng: Engine, policy, path: str, budget: int | None, seed: i
     return row
 
 
-def summarize(rows: list[dict]) -> dict:
+def summarize(rows: list[dict], budgets: list[int] = ()) -> dict:
     """Geometric means over the programs. "policy" is the policy's own schedules (failures left out and
-    counted in "policy_failed"), "policy_with_fallback" what `optimize` delivers; "below_baseline" counts the
-    programs whose own schedule failed or is under 0.95x, "fallbacks" those where `optimize` would keep the
+    counted in "policy_failed"), "policy_with_fallback" what `optimize` delivers, "hill@B" hill climbing with
+    B measurements (its final schedule re-measured), "policy_over_hill@B" their ratio; "below_baseline" counts
+    the programs whose own schedule failed or is under 0.95x, "fallbacks" those where `optimize` would keep the
     untransformed program."""
     out = {"policy": gmean([r["policy"] for r in rows]),
            "policy_with_fallback": gmean([r.get("policy_with_fallback") for r in rows])}
-    if any("hill" in r for r in rows):
-        out["hill"] = gmean([r.get("hill") for r in rows])
-        out["hill_found"] = gmean([r.get("hill_found") for r in rows])
-        if out["policy"] and out["hill"]:
-            out["policy_over_hill"] = out["policy"] / out["hill"]
+    for b in sorted(budgets):
+        k = hill_key(b)
+        out[k] = gmean([r.get(k) for r in rows])
+        out[f"{k}_found"] = gmean([r.get(f"{k}_found") for r in rows])
+        if out["policy"] and out[k]:
+            out[f"policy_over_{k}"] = out["policy"] / out[k]
     if any(r.get("torch") for r in rows):
         out["torch"] = gmean([r.get("torch") for r in rows])
     out["programs"] = len(rows)
@@ -92,7 +105,7 @@ def summarize(rows: list[dict]) -> dict:
     return out
 
 
-def evaluate(eng: Engine, policy, paths: list[str], budget: int | None, seed: int = 0, rounds: int = 3,
+def evaluate(eng: Engine, policy, paths: list[str], budgets: list[int], seed: int = 0, rounds: int = 3,
              torch: bool = True, on_row: Callable[[int, int, dict], None] | None = None) -> tuple[list[dict], dict]:
     """Every program in turn (never two at once: their timings would share the cores)."""
     from mlir_rl_tui.agent.suggest import set_inference_threads
@@ -100,16 +113,16 @@ def evaluate(eng: Engine, policy, paths: list[str], budget: int | None, seed: in
     set_inference_threads(1)
     rows = []
     for i, path in enumerate(paths):
-        rows.append(evaluate_program(eng, policy, path, budget, seed, rounds, torch))
+        rows.append(evaluate_program(eng, policy, path, budgets, seed, rounds, torch))
         if on_row is not None:
             on_row(i + 1, len(paths), rows[-1])
-    return rows, summarize(rows)
+    return rows, summarize(rows, budgets)
 
 
-def evaluation(eng: Engine, policy, paths: list[str], budget: int | None, seed: int = 0, rounds: int = 3,
+def evaluation(eng: Engine, policy, paths: list[str], budgets: list[int], seed: int = 0, rounds: int = 3,
                torch: bool = True, on_row: Callable[[int, int, dict], None] | None = None) -> dict:
     """`evaluate` with what it was run with: the rows, their geometric means, the settings and the machine."""
-    rows, summary = evaluate(eng, policy, paths, budget, seed, rounds, torch, on_row)
-    return {"programs": rows, "gmean": summary, "hill_budget": budget, "policy": policy.path,
+    rows, summary = evaluate(eng, policy, paths, budgets, seed, rounds, torch, on_row)
+    return {"programs": rows, "gmean": summary, "hill_budgets": sorted(budgets), "policy": policy.path,
             "policy_ms": round(policy.ms_per_decision, 3), "threads": len(os.sched_getaffinity(0)),
             "rounds": rounds}

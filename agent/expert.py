@@ -6,21 +6,43 @@ The search itself is `engine.search` (hill climbing and the others); its results
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from mlir_rl_tui.engine import Engine, Program, Schedule, Session, to_text
 from mlir_rl_tui.engine.errors import ScheduleError
-from mlir_rl_tui.engine.schedule import Action
+from mlir_rl_tui.engine.schedule import TILED, Action
 
 
-def legal_schedule(program: Program, per_op: dict[str, list[Action]], openmp: bool = True) -> Schedule:
+def to_candidates(sess: Session, a: Action) -> Action:
+    """`a` with each tile size the policy cannot choose (the search's sizes are any divisor, e.g. 384) made
+    one it can: a size at least the loop's extent (one tile: the loop as it is) becomes 0, any other the
+    largest candidate below it."""
+    if a.kind not in TILED or all(x in sess.limits.tile_sizes for x in a.params):
+        return a
+    st = sess.current
+    out = []
+    for pos, x in enumerate(a.params):
+        if x in sess.limits.tile_sizes:
+            out.append(x)
+        elif pos < st.n_loops and x >= st.extents[st.loop_at(pos)]:
+            out.append(0)
+        else:
+            out.append(max(c for c in sess.limits.tile_sizes if c <= x))
+    return Action(a.kind, tuple(out))
+
+
+def legal_schedule(program: Program, per_op: dict[str, list[Action]], openmp: bool = True,
+                   fit: Callable[[Session, Action], Action] | None = None) -> Schedule:
     """The schedule of per-op action lists applied in traversal order, each op's legal prefix kept; an op
     without actions (or whose actions stopped being legal, e.g. after its consumer no longer fuses it) ends
-    with NT there."""
+    with NT there. `fit` rewrites each action in the state it applies to (e.g. `to_candidates`)."""
     sess = Session(program, openmp=openmp)
     while not sess.done:
         op = sess.current.op.id
         for a in per_op.get(op, []):
             if sess.done or sess.current.op.id != op:
                 break
+            a = fit(sess, a) if fit is not None else a
             try:
                 sess = sess.apply(a)
             except ScheduleError:

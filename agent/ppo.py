@@ -2,8 +2,11 @@
 
 One episode schedules every op of one program; its reward is the log speedup of the whole schedule,
 measured once at the end through the engine's worker pool and SQLite cache (paper Sec. IV-C, final
-reward; Pearl's memoization). With `ray_address` the episodes of an iteration run in Ray tasks, each
-with its own Engine, through the same `collect` function.
+reward; Pearl's memoization). With `cost_model` (a learned cost model, agent/costmodel.py) only a seeded
+`measured_fraction` of the episodes is measured; the others are rewarded with the model's predicted speedup
+(cheap rollouts), and the CSV log shows how far the predictions were from the measurements on the measured
+ones. With `ray_address` the episodes of an iteration run in Ray tasks, each with its own Engine, through
+the same `collect` function.
 
     mlir-rl-tui train --programs DIR --iterations 20 --out runs/ppo [--init bc.pt] [--resume]
 
@@ -80,6 +83,10 @@ class Args:
     """Ray tasks per iteration (the batch's programs are split between them)"""
     threads: int = 1
     """torch threads for inference and updates"""
+    cost_model: str | None = None
+    """reward episodes with this cost model's predicted speedup ("shipped": agent/checkpoints/costmodel.pt)"""
+    measured_fraction: float = 0.25
+    """with --cost-model: the share of episodes measured anyway (their reward is the measurement)"""
 
 
 # ----------------------------------------------------------------------------------------------
@@ -98,11 +105,16 @@ class Rollout:
     speedup: float | None = None
     status: str = ""
     cached: bool = False
+    measured: bool = True
+    predicted: float | None = None
+    """the cost model's predicted speedup (with a cost model)"""
 
 
 def collect(model: ActorCritic, programs: list[Program], indices: list[int], engine: Engine, seed: int,
-            penalty: float = -1.0) -> list[Rollout]:
-    """Run one episode per index (all in lock step, batched inference), then measure the schedules."""
+            penalty: float = -1.0, cost_model=None, measured_fraction: float = 1.0) -> list[Rollout]:
+    """Run one episode per index (all in lock step, batched inference), then measure the schedules (with a
+    cost model: predict every schedule, measure a seeded `measured_fraction` of them, reward the others with
+    the prediction)."""
     g = torch.Generator().manual_seed(seed)
     eps = [Rollout(i) for i in indices]
     sessions = [Session(programs[i], limits=model.limits, openmp=engine.openmp) for i in indices]
@@ -118,6 +130,14 @@ def collect(model: ActorCritic, programs: list[Program], indices: list[int], eng
             e.values.append(float(value[r]))
             sessions[j] = apply_vector(sessions[j], vec[r].tolist(), model.config.interchange)
         live = [j for j in live if not sessions[j].done]
+    if cost_model is not None:
+        pick = np.random.default_rng(seed).random(len(eps)) < measured_fraction
+        for j, e in enumerate(eps):
+            (sp, _), = cost_model.predict(programs[e.program], [sessions[j].schedule])
+            e.predicted, e.measured = float(sp), bool(pick[j])
+            if not e.measured:
+                e.schedule, e.status, e.speedup = str(sessions[j].schedule), "predicted", e.predicted
+                e.reward = math.log(max(e.predicted, 1e-6))
 
     def measure(j: int) -> None:
         m = engine.measure(programs[eps[j].program], sessions[j].schedule)
@@ -126,12 +146,13 @@ def collect(model: ActorCritic, programs: list[Program], indices: list[int], eng
         e.reward = m.log_speedup(penalty)
 
     with ThreadPoolExecutor(engine.pool.size) as ex:
-        list(ex.map(measure, range(len(eps))))
+        list(ex.map(measure, [j for j, e in enumerate(eps) if e.measured]))
     return eps
 
 
 def _collect_remote(state_dict: dict, limits: dict, policy: dict, texts: list[str], indices: list[int],
-                    seed: int, penalty: float, runs: int) -> tuple[list[Rollout], int, int]:
+                    seed: int, penalty: float, runs: int, cost_model: str | None = None,
+                    measured_fraction: float = 1.0) -> tuple[list[Rollout], int, int]:
     """Body of a Ray task: rebuild the policy and an Engine in the worker, then the same `collect`."""
     from mlir_rl_tui.agent.policy import PolicyConfig
     from mlir_rl_tui.engine.config import Limits, MeasureConfig
@@ -142,9 +163,22 @@ def _collect_remote(state_dict: dict, limits: dict, policy: dict, texts: list[st
     model.load_state_dict(state_dict)
     progs = [load_program(t) for t in texts]
     with Engine(lim, MeasureConfig(runs=runs), workers=1) as eng:
-        eps = collect(model, progs, indices, eng, seed, penalty)
+        eps = collect(model, progs, indices, eng, seed, penalty, _cost_model(cost_model), measured_fraction)
         hits, misses = (eng.cache.hits, eng.cache.misses) if eng.cache else (0, 0)
     return eps, hits, misses
+
+
+def _cost_model(path: str | None):
+    """The cost model of `--cost-model` ("shipped": the one beside the shipped policy), or None."""
+    if path is None:
+        return None
+    from mlir_rl_tui.agent.costmodel import load_cost_model
+    from mlir_rl_tui.engine.errors import EngineError
+
+    model = load_cost_model(None if path == "shipped" else path)
+    if model is None:
+        raise EngineError("--cost-model shipped: no shipped cost model (agent/checkpoints/costmodel.pt)")
+    return model
 
 
 # ----------------------------------------------------------------------------------------------
@@ -214,7 +248,8 @@ def update(model: ActorCritic, optimizer: optim.Optimizer, eps: list[Rollout], a
 
 # ----------------------------------------------------------------------------------------------
 CSV_FIELDS = ["iteration", "global_step", "episodes", "time_s", "charts/reward", "charts/speedup_gmean",
-              "charts/valid_rate", "charts/cache_hit_rate", "charts/evaluated", "losses/policy", "losses/value",
+              "charts/valid_rate", "charts/cache_hit_rate", "charts/evaluated", "charts/measured_episodes",
+              "charts/model_abs_log_error", "losses/policy", "losses/value",
               "losses/entropy", "losses/approx_kl", "losses/clipfrac", "losses/explained_variance"]
 
 
@@ -308,6 +343,8 @@ def train(args: Args, on_iteration: Callable[[dict], None] | None = None,
     else:
         model = ActorCritic()
     optimizer = optim.Adam(model.parameters(), lr=args.learning_rate, eps=1e-5)
+    cost_model = _cost_model(args.cost_model)
+    fraction = args.measured_fraction if cost_model is not None else 1.0
     start, global_step, t_offset = 0, 0, 0.0
     if state:
         start, global_step, t_offset = state.restore(model, optimizer, rng)
@@ -351,7 +388,8 @@ def train(args: Args, on_iteration: Callable[[dict], None] | None = None,
                 sd = {k: v.clone() for k, v in model.state_dict().items()}
                 parts = [indices[j::args.ray_tasks] for j in range(args.ray_tasks)]
                 futures = [remote.remote(sd, asdict(model.limits), asdict(model.config), texts, p, seed + j,
-                                         args.penalty, args.runs) for j, p in enumerate(parts) if p]
+                                         args.penalty, args.runs, args.cost_model, fraction)
+                           for j, p in enumerate(parts) if p]
                 eps, hits, misses = [], 0, 0
                 for e, h, m in ray.get(futures):
                     eps += e
@@ -360,7 +398,7 @@ def train(args: Args, on_iteration: Callable[[dict], None] | None = None,
             else:
                 h0, m0 = (engine.cache.hits, engine.cache.misses) if engine.cache else (0, 0)
                 ev0 = engine.evaluated
-                eps = collect(model, programs, indices, engine, seed, args.penalty)
+                eps = collect(model, programs, indices, engine, seed, args.penalty, cost_model, fraction)
                 hits = (engine.cache.hits - h0) if engine.cache else 0
                 misses = (engine.cache.misses - m0) if engine.cache else 0
                 evaluated = engine.evaluated - ev0
@@ -368,13 +406,17 @@ def train(args: Args, on_iteration: Callable[[dict], None] | None = None,
             progress(it, "updating the policy")
             stats = update(model, optimizer, eps, args, rng)
             rewards = [e.reward for e in eps]
-            ok = [e.speedup for e in eps if e.status == "ok" and e.speedup]
+            ok = [e.speedup for e in eps if e.status in ("ok", "predicted") and e.speedup]
+            checked = [abs(math.log(e.predicted / e.speedup)) for e in eps
+                       if e.measured and e.predicted and e.status == "ok" and e.speedup]
             row = {
                 "iteration": it + 1, "global_step": global_step, "episodes": (it + 1) * args.programs_per_batch,
                 "time_s": round(time.time() - t0, 1), "charts/reward": float(np.mean(rewards)),
                 "charts/speedup_gmean": gmean(ok) or 0.0,
                 "charts/valid_rate": len(ok) / len(eps),
                 "charts/cache_hit_rate": hits / max(hits + misses, 1), "charts/evaluated": evaluated,
+                "charts/measured_episodes": sum(e.measured for e in eps),
+                "charts/model_abs_log_error": float(np.mean(checked)) if checked else "",
                 **{f"losses/{k}": v for k, v in stats.items()},
             }
             writer.writerow(row)

@@ -4,30 +4,35 @@
 the story), end to end on the project's 2-core machine:
 
 1. Programs: the train split of an `engine.dataset` folder (--programs; default: generate OUT/dataset with
-   --n programs), plus --extra programs drawn with --extra-seed and any --more dataset folders; a program
+   --n programs), plus --extra programs drawn with --extra-seed, any --more dataset folders and --blocks
+   torch-mlir exports of model blocks (agent.block_programs); a program
    equal to one of the evaluation split or of --exclude (default samples/) is never trained on.
 2. Teacher: `agent.teacher.recipe_search` on every training program (--budget measurements each): per op an
    outer tiling (T, TP or TF), a register tile, then V or NT, tuned op by op. The imitation target is its
    schedule, or NT on every op when it is not --keep-baseline (1.1x) faster than the baseline. With
    --teacher hill: `engine.search` hill climbing, then each op set to NT when the schedule stays within
    --tolerance (5%) of the best.
-3. Behaviour cloning of the targets (policy and value heads) for --bc-epochs epochs.
+3. Behaviour cloning of the targets (policy and value heads) for --bc-epochs epochs; a search's tile size the
+   policy cannot choose (hill climbing tiles by any divisor, e.g. 384) is made one it can
+   (`agent.expert.to_candidates`).
 4. Optionally (--iterations > 0, default 0) PPO from the cloned weights, kept only if its greedy one-pass
    schedules are faster on the training programs (the evaluation split is never used to choose).
 5. The chosen weights are OUT/default.pt, with OUT/default.json describing the run; --ship copies both
    to agent/checkpoints/, where the app, `optimize` and `evaluate` find the shipped policy.
 
-The shipped run: 320 programs (`dataset generate` into runs/dataset with --n 60, runs/dataset_extra2 with
---n 120 --seed 2 --eval-fraction 0, runs/dataset_extra3 with --n 150 --seed 3 --eval-fraction 0), then
+The shipped run (issue 14, engine version 8): 156 programs (the 48 of runs/dataset's train split, 73 drawn
+with seed 1, and the first 35 of 66 model blocks exported with torch-mlir), hill-climbing teacher:
 
-    mlir-rl-tui train --recipe default --out runs/v6 --programs runs/dataset --extra 60 \\
-        --extra-dir runs/dataset_extra --more runs/dataset_extra2 runs/dataset_extra3 --budget 40 \\
-        --bc-epochs 120 --ship
+    mlir-rl-tui dataset generate --out runs/dataset --n 60 --seed 0 --no-baseline
+    mlir-rl-tui train --recipe default --teacher hill --out runs/v9 --programs runs/dataset --extra 80 \\
+        --blocks 66 --budget 30 --bc-epochs 50 --limit 156 --exclude samples tests/data/torch --ship
 
-took 27 minutes: 13 for the teacher (3,264 measurements), 13 for 120 epochs of behaviour cloning on
-2,819 decisions, the rest to score the result. Time grows with programs x budget (teacher) and decisions x
-epochs (cloning); a PPO iteration of 64 episodes takes about 2 minutes. A quick check of the whole
-pipeline: --n 2 --limit 1 --budget 2 --bc-epochs 1 --exclude (about a minute).
+The teacher took 57 minutes on this 2-core machine (about 20 s per generated program, 30-45 s per block:
+hill climbing, then one measurement per op to see whether NT does as well); the run was stopped after 156 of
+the 187 programs for time, and the command above replays those from the measurement cache in 2 minutes and
+clones 2,633 decisions for 50 epochs in 3.5 minutes. Time grows with programs x budget (teacher) and
+decisions x epochs (cloning). A quick check of the whole pipeline: --n 2 --limit 1 --budget 2 --bc-epochs 1
+--exclude (about a minute).
 """
 
 from __future__ import annotations
@@ -69,6 +74,8 @@ class DefaultRecipe:
     """seed of the extra programs"""
     more: list[str] = field(default_factory=list)
     """more engine.dataset folders, all used for training"""
+    blocks: int = 0
+    """torch-mlir exports of model blocks at drawn sizes to train on (agent.block_programs, OUT/blocks)"""
     teacher: str = "recipe"
     """recipe: agent.teacher.recipe_search (regular schedules); hill: engine.search hill climbing"""
     exclude: list[str] = field(default_factory=lambda: ["samples"])
@@ -135,6 +142,14 @@ def training_programs(r: DefaultRecipe, eng, log: Callable[[str], None]) -> tupl
             log(f"generating {r.extra} extra programs into {extra_dir} (engine.dataset, seed {r.extra_seed})")
             generate(extra_dir, r.extra, seed=r.extra_seed, engine=eng, eval_fraction=0.0)
         dirs.insert(0, extra_dir)
+    if r.blocks:
+        from mlir_rl_tui.agent.block_programs import generate_blocks
+
+        blocks_dir = os.path.join(r.out, "blocks")
+        if not os.path.exists(os.path.join(blocks_dir, "manifest.json")):
+            log(f"exporting {r.blocks} model blocks into {blocks_dir} (agent.block_programs, seed {r.seed})")
+            generate_blocks(blocks_dir, r.blocks, seed=r.seed)
+        dirs.append(blocks_dir)
     seen = {load_file(p).sha256 for p in train}
     for d in dirs:
         ex = read_manifest(d)
@@ -186,6 +201,12 @@ def train_default(r: DefaultRecipe, log: Callable[[str], None] = print,
         say(f"{len(train)} training programs")
 
         def one(i: int) -> None:
+            try:
+                teach(i)
+            except EngineError as e:  # e.g. a baseline that does not run or differs from PyTorch: not trained on
+                say(f"{i + 1}/{len(train)} {os.path.basename(train[i].path)}: left out: {e}")
+
+        def teach(i: int) -> None:
             prog = train[i]
             if r.teacher == "recipe":
                 sched, sp, _, res = recipe_search(eng, prog, r.budget)
@@ -213,12 +234,21 @@ def train_default(r: DefaultRecipe, log: Callable[[str], None] = print,
 
         with ThreadPoolExecutor(r.threads) as ex:
             list(ex.map(one, range(len(train))))
+        left_out = [os.path.basename(p.path) for i, p in enumerate(train) if i not in targets]
+        keep = sorted(targets)
+        train, targets, found = [train[i] for i in keep], [targets[i] for i in keep], [found[i] for i in keep]
     t_search = time.time() - t0
 
     torch.set_num_threads(r.threads)
-    examples = [e for i in range(len(train))
-                for e in bc.examples_from_schedule(train[i], targets[i][0], math.log(max(targets[i][1], 1e-3)))]
-    n_nt = sum(1 for i in targets if len(targets[i][0]) == 0)
+    examples, unrepresentable = [], []
+    for prog, (sched, sp) in zip(train, targets):
+        try:
+            sched = expert.legal_schedule(prog, sched.ops, fit=expert.to_candidates)
+            examples += bc.examples_from_schedule(prog, sched, math.log(max(sp, 1e-3)))
+        except EngineError as e:  # not expected after to_candidates: said, and the program left out
+            unrepresentable.append(os.path.basename(prog.path))
+            say(f"{os.path.basename(prog.path)}: not imitated: {e}")
+    n_nt = sum(1 for t in targets if len(t[0]) == 0)
     say(f"BC on {len(examples)} decisions ({n_nt} of {len(train)} programs keep the baseline)")
     model = ActorCritic()
     bc_rows: list[tuple[int, float]] = []
@@ -242,18 +272,19 @@ def train_default(r: DefaultRecipe, log: Callable[[str], None] = print,
             f"speedup {row['charts/speedup_gmean']:.2f}x cache hits {row['charts/cache_hit_rate']:.2f}"))
     t_ppo = time.time() - t0
 
-    # choose on the TRAINING programs only: greedy one-pass schedules, measured
+    # choose on the TRAINING programs only: greedy one-pass schedules, measured (one candidate: no choice)
     scores: dict[str, float] = {}
-    with Engine(config=MeasureConfig(runs=r.runs)) as eng:
-        for name, path in candidates.items():
-            pol = load_policy(path)
-            sp = []
-            for prog in train:
-                sched = to_measure(pol.schedule(Session(prog, openmp=eng.openmp)).schedule)
-                sp.append(eng.measure(prog, sched).speedup or 0.0)
-            scores[name] = gmean(sp) or 0.0
-            say(f"greedy {name} policy on the training programs: gmean {scores[name]:.2f}x")
-    chosen = max(scores, key=lambda k: scores[k])
+    if len(candidates) > 1:
+        with Engine(config=MeasureConfig(runs=r.runs)) as eng:
+            for name, path in candidates.items():
+                pol = load_policy(path)
+                sp = []
+                for prog in train:
+                    sched = to_measure(pol.schedule(Session(prog, openmp=eng.openmp)).schedule)
+                    sp.append(eng.measure(prog, sched).speedup or 0.0)
+                scores[name] = gmean(sp) or 0.0
+                say(f"greedy {name} policy on the training programs: gmean {scores[name]:.2f}x")
+    chosen = max(scores, key=lambda k: scores[k]) if scores else next(iter(candidates))
     t_all = time.time() - t0
     info = {
         "command": r.command(),
@@ -266,8 +297,8 @@ def train_default(r: DefaultRecipe, log: Callable[[str], None] = print,
         "teacher": r.teacher,
         "data": data, "train_programs": len(train), "teacher_budget": r.budget,
         "teacher_measurements": made["search"], "target_measurements": made["targets"],
-        "teacher_gmean_speedup": gmean(list(found.values())),
-        "target_gmean_speedup": gmean([t[1] for t in targets.values()]),
+        "teacher_gmean_speedup": gmean(found), "left_out": left_out, "not_imitated": unrepresentable,
+        "target_gmean_speedup": gmean([t[1] for t in targets]),
         "keep_baseline": r.keep_baseline, "tolerance": r.tolerance, "programs_keeping_baseline": n_nt,
         "bc_decisions": len(examples), "bc_epochs": r.bc_epochs, "bc_lr": r.bc_lr,
         "bc_loss": [bc_rows[0][1], bc_rows[-1][1]] if bc_rows else None,

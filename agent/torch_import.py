@@ -106,9 +106,9 @@ def fold_batch_norms(model):
     return fused, before - after
 
 
-def import_module(spec: str, inputs: list[str], out: str, seed: int = 0, passes: tuple[str, ...] = PASSES) -> dict:
-    """Export `spec` on inputs of the given shapes to `out` (.mlir) and the PyTorch reference beside it;
-    `passes` (PASSES) rewrite the model and the program on the way."""
+def import_module(spec, inputs: list[str], out: str, seed: int = 0, passes: tuple[str, ...] = PASSES) -> dict:
+    """Export `spec` (FILE.py:NAME, or an nn.Module in eval mode) on inputs of the given shapes to `out`
+    (.mlir) and the PyTorch reference beside it; `passes` (PASSES) rewrite the model and the program on the way."""
     import torch
 
     try:
@@ -123,7 +123,8 @@ def import_module(spec: str, inputs: list[str], out: str, seed: int = 0, passes:
     shapes = [parse_input(t) for t in inputs]
     if not shapes:
         raise EngineError("give the shape of each input with --input SHAPE[:DTYPE]")
-    model = load_module(spec)
+    model = load_module(spec) if isinstance(spec, str) else spec
+    spec = spec if isinstance(spec, str) else type(spec).__name__
     warnings.filterwarnings("ignore", category=FutureWarning)  # torch.export's own deprecation notices
     arrays = random_inputs([TensorSpec(s, d) for s, d in shapes], seed)
     xs = [torch.from_numpy(np.ascontiguousarray(a)) for a in arrays]

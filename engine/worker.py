@@ -337,8 +337,12 @@ def _against_torch(req: dict, output: np.ndarray) -> str:
     try:
         with np.load(path, allow_pickle=False) as z:
             ref = z["output"]
+            ref_seed = int(z["seed"]) if "seed" in z.files else req["seed"]
     except (OSError, KeyError, ValueError) as e:
         return f"cannot read PyTorch's reference {path}: {e}"
+    if ref_seed != req["seed"]:
+        return (f"PyTorch's reference {path} was computed on inputs seeded {ref_seed}; the engine's inputs are "
+                f"seeded {req['seed']}")
     ok, err = _compare(output, ref, req["rtol"], req["atol_scale"])
     return "" if ok else "the program differs from PyTorch's result: " + err.replace("the baseline", "PyTorch")
 

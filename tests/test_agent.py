@@ -147,6 +147,23 @@ def test_imitation_targets_keep_the_baseline_and_end_missing_ops_with_nt(matmul)
     assert sched == Schedule({}) and sp == 1.0 and made == 0 and "baseline" in why
 
 
+def test_search_tile_sizes_beyond_the_candidates_become_ones_the_policy_can_choose(matmul):
+    """Hill climbing tiles by any divisor (T(1,768)); the imitation target uses the policy's candidates: a
+    size covering the whole loop is the untiled loop (0), any other the largest candidate below it."""
+    from mlir_rl_tui.agent.bc import examples_from_schedule
+    from mlir_rl_tui.agent.expert import legal_schedule, to_candidates
+    from mlir_rl_tui.engine import EngineError, parse
+
+    extent = matmul.ops[1].loops[1].bound  # op1: the fill of the result
+    wide = parse(f"op0: TP(32,32,0) T(8,32,1) V; op1: T(1,{extent}) V")
+    with pytest.raises(EngineError, match="outside"):
+        examples_from_schedule(matmul, wide)
+    fitted = legal_schedule(matmul, wide.ops, fit=to_candidates)
+    assert str(fitted) == "op0: TP(32,32,0) T(8,32,1) V; op1: T(1,0) V" and examples_from_schedule(matmul, fitted)
+    odd = legal_schedule(matmul, parse("op0: T(24,48,0) V").ops, fit=to_candidates)
+    assert str(odd).startswith("op0: T(16,32,0)")
+
+
 def test_training_resumes_from_a_checkpoint(tmp_path, cache_dir, capsys):
     from mlir_rl_tui.agent import checkpoint, ppo
     from mlir_rl_tui.agent.policy import load
@@ -166,6 +183,37 @@ def test_training_resumes_from_a_checkpoint(tmp_path, cache_dir, capsys):
         rows = list(csv.DictReader(f))
     assert [r["iteration"] for r in rows] == ["1", "2"]
     assert 0.0 <= float(rows[1]["charts/cache_hit_rate"]) <= 1.0
+
+
+def test_ppo_rollouts_rewarded_by_the_cost_model_measure_a_fraction(tmp_path, cache_dir):
+    """--cost-model: a seeded share of the episodes is measured, the rest rewarded with the prediction, and
+    the log says how far the model was from the measured ones."""
+    from mlir_rl_tui.agent import ppo
+    from mlir_rl_tui.agent.costmodel import load_cost_model
+    from mlir_rl_tui.agent.policy import ActorCritic
+    from mlir_rl_tui.engine import Engine, load_file
+
+    assert load_cost_model() is not None  # the shipped one
+    progs = [load_file(str(SAMPLES / n)) for n in ("matmul.mlir", "relu.mlir")]
+    with Engine() as eng:
+        eps = ppo.collect(ActorCritic(), progs, [0, 1, 0, 1, 0, 1, 0, 1], eng, seed=3,
+                          cost_model=ppo._cost_model("shipped"), measured_fraction=0.5)
+        measured = eng.evaluated
+    assert 0 < sum(e.measured for e in eps) < len(eps)
+    assert measured <= sum(e.measured for e in eps) + len(progs)  # (+ each program's baseline)
+    for e in eps:
+        assert e.predicted and e.predicted > 0
+        if e.measured:
+            assert e.status != "predicted"
+        else:
+            assert e.status == "predicted" and e.reward == pytest.approx(math.log(e.predicted))
+    args = ppo.Args(programs=[str(SAMPLES / "relu.mlir")], out=str(tmp_path / "cm"), iterations=1,
+                    programs_per_batch=4, minibatch_size=4, update_epochs=1, runs=1, cost_model="shipped",
+                    measured_fraction=0.5)
+    ppo.train(args)
+    with open(tmp_path / "cm" / "progress.csv") as f:
+        row = next(csv.DictReader(f))
+    assert 0 <= int(row["charts/measured_episodes"]) <= 4
 
 
 def _policy_checkpoint(tmp_path, matmul) -> str:
@@ -200,20 +248,23 @@ def test_evaluate_measures_policy_and_search_alike(tmp_path, matmul, cache_dir, 
 
     ckpt = _policy_checkpoint(tmp_path, matmul)
     files = [str(SAMPLES / "matmul.mlir"), str(SAMPLES / "relu.mlir")]
-    assert main(["evaluate", "--programs", *files, "--policy", ckpt, "--budget", "4", "--no-torch", "--json",
+    assert main(["evaluate", "--programs", *files, "--policy", ckpt, "--budget", "4", "2", "--no-torch", "--json",
                  "--runs", "3"]) == 0
     out = json.loads(capsys.readouterr().out)
     rows = {os.path.basename(r["program"]): r for r in out["programs"]}
-    assert set(rows) == {"matmul.mlir", "relu.mlir"} and out["hill_budget"] == 4
+    assert set(rows) == {"matmul.mlir", "relu.mlir"} and out["hill_budgets"] == [2, 4]
     mm = rows["matmul.mlir"]
     assert mm["policy_status"] == "ok" and mm["policy"] > 1.0  # the cloned TF+T+V schedule
     assert "V" in mm["policy_schedule"]
     for r in rows.values():  # the search's best, re-measured, next to what the search saw
-        assert r["hill"] and r["hill_found"] and r["hill_found"] >= 1.0
-        if not r["hill_schedule"]:
-            assert r["hill"] == r["hill_found"] == 1.0  # kept the baseline: nothing to re-measure
+        for k in ("hill@2", "hill@4"):
+            assert r[k] and r[f"{k}_found"] and r[f"{k}_found"] >= 1.0
+            if not r[f"{k}_schedule"]:
+                assert r[k] == r[f"{k}_found"] == 1.0  # kept the baseline: nothing to re-measure
+        assert r["hill@4_found"] >= r["hill@2_found"]  # more measurements on the same path: never worse
     g = out["gmean"]
-    assert g["policy_over_hill"] == pytest.approx(g["policy"] / g["hill"])
+    for k in ("hill@2", "hill@4"):
+        assert g[f"policy_over_{k}"] == pytest.approx(g["policy"] / g[k])
 
 
 def test_optimize_errors_are_one_line(tmp_path, capsys):

@@ -48,7 +48,7 @@ def test_evaluate_table_marks_and_counts_them(capsys):
     from mlir_rl_tui.commands.evaluate import _table
 
     rows = [_row("good", "op0: V", 4.0), _row("slow", "op0: I(1,0)", 0.25), _row("broken", "op0: V", None, "crash")]
-    _table(rows, summarize(rows), argparse.Namespace(budget=50, rounds=3))
+    _table(rows, summarize(rows), argparse.Namespace(budget=[50], rounds=3, no_search=False))
     lines = capsys.readouterr().out.splitlines()
     assert "0.25x<" in lines[2] and "crash<" in lines[3] and "4.00x " in lines[1]
     assert lines[4].split()[2:4] == ["1.00x", "1.59x"]  # own (the failure left out) vs with the fallback

@@ -40,6 +40,14 @@ def test_a_program_that_differs_from_pytorch_is_wrong_result(tmp_path, cache_dir
     np.savez(str(out) + ".torch.npz", output=ref + 1.0, seed=np.array(0))
     m = json.loads(cli("apply", str(out), "--schedule", "", "--json").stdout)
     assert m["status"] == "wrong-result" and "PyTorch" in m["error"]
+    # the reference is a file beside the program, not part of the cache's key: a verdict against it is not
+    # stored, so the right reference is believed at once (and one made on other inputs is named as such)
+    np.savez(str(out) + ".torch.npz", output=ref, seed=np.array(1))
+    m = json.loads(cli("apply", str(out), "--schedule", "", "--json").stdout)
+    assert m["status"] == "wrong-result" and "seeded 1" in m["error"], m
+    np.savez(str(out) + ".torch.npz", output=ref, seed=np.array(0))
+    m = json.loads(cli("apply", str(out), "--schedule", "", "--json").stdout)
+    assert m["status"] == "ok" and m["validated"], m
 
 
 def test_import_errors_are_one_line(tmp_path):

@@ -14,7 +14,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--programs", nargs="+", required=True, help="folder, dataset manifest or .mlir files")
     p.add_argument("--split", default="eval", help="split of a dataset manifest (default eval)")
     p.add_argument("--policy", help="policy checkpoint (default: the shipped one)")
-    p.add_argument("--budget", type=int, default=50, help="hill-climbing measurements per program")
+    p.add_argument("--budget", type=int, nargs="+", default=[50],
+                   help="hill-climbing measurements per program; several (--budget 50 100): one column each")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--no-torch", action="store_true", help="skip PyTorch eager timings")
     p.add_argument("--no-search", action="store_true", help="skip hill climbing")
@@ -37,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
     pol = load_policy(args.policy)
     with ProgressLine() as line, make_engine(args) as eng:
         line.update(f"evaluate: 0/{len(paths)} programs")
-        out = evaluation(eng, pol, paths, None if args.no_search else args.budget, args.seed, args.rounds,
+        out = evaluation(eng, pol, paths, [] if args.no_search else args.budget, args.seed, args.rounds,
                          not args.no_torch, lambda i, n, row: line.update(
                              f"evaluate: {i}/{n} programs (last {os.path.basename(row['program'])})"))
     rows = out["programs"]
@@ -56,8 +57,11 @@ def _fmt(x) -> str:
 
 
 def _table(rows: list[dict], summary: dict, args) -> None:
-    print(f"{'program':34} {'policy':>9}  {'+fallbk':>9} {'%peak':>5} {'hill@' + str(args.budget):>9} {'%peak':>5} "
-          f"{'(found)':>9} {'torch':>9}  policy schedule")
+    from mlir_rl_tui.agent.evaluate import hill_key
+
+    hills = [] if args.no_search else [hill_key(b) for b in sorted(args.budget)]
+    print(f"{'program':34} {'policy':>9}  {'+fallbk':>9} {'%peak':>5} "
+          + "".join(f"{k:>9} {'%peak':>5} {'(found)':>9} " for k in hills) + f"{'torch':>9}  policy schedule")
 
     def pct(x) -> str:
         return f"{100 * x:4.0f}%" if x else "    -"
@@ -66,17 +70,20 @@ def _table(rows: list[dict], summary: dict, args) -> None:
         own = _fmt(r["policy"]) if r["policy"] or r.get("policy_status", "ok") == "ok" else f"{r['policy_status']:>9}"
         flag = "<" if r.get("policy_below_baseline") else " "
         print(f"{os.path.basename(r['program'])[:34]:34} {own}{flag} {_fmt(r.get('policy_with_fallback'))} "
-              f"{pct(r.get('policy_peak'))} {_fmt(r.get('hill'))} {pct(r.get('hill_peak'))} {_fmt(r.get('hill_found'))} "
-              f"{_fmt(r.get('torch'))}  {r['policy_schedule'] or '(untransformed)'}")
+              f"{pct(r.get('policy_peak'))} "
+              + "".join(f"{_fmt(r.get(k))} {pct(r.get(k + '_peak'))} {_fmt(r.get(k + '_found'))} " for k in hills)
+              + f"{_fmt(r.get('torch'))}  {r['policy_schedule'] or '(untransformed)'}")
     print(f"{'geometric mean':34} {_fmt(summary['policy'])}  {_fmt(summary.get('policy_with_fallback'))} {'':5} "
-          f"{_fmt(summary.get('hill'))} {'':5} {_fmt(summary.get('hill_found'))} {_fmt(summary.get('torch'))}")
+          + "".join(f"{_fmt(summary.get(k))} {'':5} {_fmt(summary.get(k + '_found'))} " for k in hills)
+          + f"{_fmt(summary.get('torch'))}")
     print(f"speedups over the untransformed program; policy: its own schedule, +fallbk: what `optimize` delivers "
           f"(the untransformed program when the policy's schedule fails or is slower); policy and hill@N: their final "
           f"schedules measured again {args.rounds} times, interleaved (median); (found): the fastest of the search's "
           "N measurements; %peak: of the machine's roofline (FMA peak or bandwidth); <: below the baseline")
     print(_below_line(summary))
-    if summary.get("policy_over_hill"):
-        print(f"policy / hill climbing: {summary['policy_over_hill']:.2f}")
+    for k in hills:
+        if summary.get(f"policy_over_{k}"):
+            print(f"policy / {k}: {summary[f'policy_over_{k}']:.2f}")
 
 
 def _below_line(summary: dict) -> str:
@@ -94,7 +101,9 @@ def _plot(rows: list[dict], png: str | None) -> None:
     import plotext as plt
 
     names = [os.path.splitext(os.path.basename(r["program"]))[0][:16] for r in rows]
-    series = [(k, [r.get(k) or 0.0 for r in rows]) for k in ("policy", "hill", "torch") if any(r.get(k) for r in rows)]
+    keys = ["policy", *sorted((k for k in rows[0] if k.startswith("hill@") and "_" not in k),
+                              key=lambda k: int(k[5:])), "torch"] if rows else []
+    series = [(k, [r.get(k) or 0.0 for r in rows]) for k in keys if any(r.get(k) for r in rows)]
     plt.clear_figure()
     if not sys.stdout.isatty():
         plt.theme("clear")  # no colour codes in files and pipes

@@ -1,0 +1,222 @@
+"""Training programs from PyTorch: common model blocks at drawn sizes, exported with torch-mlir.
+
+The generator of `engine.dataset` writes single linalg ops and chains of them; what users open is often a
+torch-mlir export of a model block (batch norms as elementwise generics, transposes, broadcasts, reductions,
+padded convolutions). `generate_blocks(out, n, seed)` draws n blocks from the families below, exports each
+with `agent.torch_import.import_module` (odd draws as torch-mlir writes them, even ones through `import`'s
+graph passes, the two forms a user meets) and writes a manifest.json that `engine.dataset.read_manifest`
+reads, so that `train --recipe default --more OUT` trains on them. Sizes are drawn from wider ranges than
+the exports in tests/data/torch (the evaluation set), and no draw has the shape of one of those (same
+structure, other weights); the recipe also drops any program equal to an evaluation one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+
+import numpy as np
+
+FAMILIES = ("mlp", "resnet", "invres", "attention", "heads", "layernorm", "ln_linear_gelu", "pool", "stem",
+            "conv_bn_relu", "softmax")
+
+
+def _modules():
+    """The block classes (torch is imported only when blocks are made)."""
+    import torch
+    import torch.nn.functional as F
+    from torch import nn
+
+    def bn(c: int) -> nn.BatchNorm2d:
+        b = nn.BatchNorm2d(c)
+        with torch.no_grad():
+            b.running_mean.uniform_(-0.5, 0.5)
+            b.running_var.uniform_(0.5, 1.5)
+            b.weight.uniform_(0.5, 1.5)
+            b.bias.uniform_(-0.5, 0.5)
+        return b
+
+    class MLP(nn.Module):
+        def __init__(self, d: int, h: int, layers: int) -> None:
+            super().__init__()
+            dims = [d] + [h] * (layers - 1) + [d]
+            self.fcs = nn.ModuleList(nn.Linear(a, b) for a, b in zip(dims, dims[1:]))
+
+        def forward(self, x):
+            for i, fc in enumerate(self.fcs):
+                x = fc(x) if i == len(self.fcs) - 1 else F.relu(fc(x))
+            return x
+
+    class ResNet(nn.Module):
+        def __init__(self, c: int) -> None:
+            super().__init__()
+            self.c1, self.b1 = nn.Conv2d(c, c, 3, padding=1, bias=False), bn(c)
+            self.c2, self.b2 = nn.Conv2d(c, c, 3, padding=1, bias=False), bn(c)
+
+        def forward(self, x):
+            return F.relu(self.b2(self.c2(F.relu(self.b1(self.c1(x))))) + x)
+
+    class InvRes(nn.Module):
+        def __init__(self, c: int, e: int) -> None:
+            super().__init__()
+            h = c * e
+            self.ex, self.b1 = nn.Conv2d(c, h, 1, bias=False), bn(h)
+            self.dw, self.b2 = nn.Conv2d(h, h, 3, padding=1, groups=h, bias=False), bn(h)
+            self.pr, self.b3 = nn.Conv2d(h, c, 1, bias=False), bn(c)
+
+        def forward(self, x):
+            y = F.relu6(self.b1(self.ex(x)))
+            return x + self.b3(self.pr(F.relu6(self.b2(self.dw(y)))))
+
+    class Attention(nn.Module):  # x: 1 x seq x d, separate q, k, v
+        def __init__(self, d: int) -> None:
+            super().__init__()
+            self.q, self.k, self.v = nn.Linear(d, d), nn.Linear(d, d), nn.Linear(d, d)
+            self.scale = d ** -0.5
+
+        def forward(self, x):
+            a = torch.bmm(self.q(x), self.k(x).transpose(1, 2)) * self.scale
+            return torch.bmm(torch.softmax(a, dim=-1), self.v(x))
+
+    class Heads(nn.Module):  # x: seq x d, fused qkv, several heads, output projection
+        def __init__(self, d: int, heads: int) -> None:
+            super().__init__()
+            self.h, self.dk = heads, d // heads
+            self.qkv, self.out = nn.Linear(d, 3 * d), nn.Linear(d, d)
+
+        def forward(self, x):
+            s, d = x.shape
+            q, k, v = self.qkv(x).reshape(s, 3, self.h, self.dk).permute(1, 2, 0, 3)
+            a = torch.softmax(torch.bmm(q, k.transpose(1, 2)) * self.dk ** -0.5, dim=-1)
+            return self.out(torch.bmm(a, v).permute(1, 0, 2).reshape(s, d))
+
+    class LayerNorm(nn.Module):
+        def __init__(self, d: int, act: bool) -> None:
+            super().__init__()
+            self.ln, self.act = nn.LayerNorm(d), act
+
+        def forward(self, x):
+            return F.gelu(self.ln(x)) if self.act else self.ln(x)
+
+    class LNLinearGELU(nn.Module):
+        def __init__(self, d: int, h: int) -> None:
+            super().__init__()
+            self.ln, self.fc = nn.LayerNorm(d), nn.Linear(d, h)
+
+        def forward(self, x):
+            return F.gelu(self.fc(self.ln(x)))
+
+    class Pool(nn.Module):
+        def __init__(self, k: int, s: int, relu: bool) -> None:
+            super().__init__()
+            self.k, self.s, self.relu = k, s, relu
+
+        def forward(self, x):
+            return F.max_pool2d(F.relu(x) if self.relu else x, self.k, self.s, padding=self.k // 2 if self.k == 3 else 0)
+
+    class Stem(nn.Module):
+        def __init__(self, c: int) -> None:
+            super().__init__()
+            self.conv, self.bn = nn.Conv2d(3, c, 3, stride=2, padding=1, bias=False), bn(c)
+
+        def forward(self, x):
+            return F.max_pool2d(F.relu(self.bn(self.conv(x))), 3, 2, padding=1)
+
+    class ConvBNReLU(nn.Module):
+        def __init__(self, ci: int, co: int, k: int) -> None:
+            super().__init__()
+            self.conv, self.bn = nn.Conv2d(ci, co, k, padding=k // 2, bias=False), bn(co)
+
+        def forward(self, x):
+            return F.relu(self.bn(self.conv(x)))
+
+    class Softmax(nn.Module):
+        def forward(self, x):
+            return torch.softmax(x, dim=-1)
+
+    return dict(MLP=MLP, ResNet=ResNet, InvRes=InvRes, Attention=Attention, Heads=Heads, LayerNorm=LayerNorm,
+                LNLinearGELU=LNLinearGELU, Pool=Pool, Stem=Stem, ConvBNReLU=ConvBNReLU, Softmax=Softmax)
+
+
+def draw(rng: np.random.Generator, family: str) -> tuple[str, str, tuple, dict]:
+    """(name, class, input shape, constructor kwargs) of one block of `family`."""
+    c = lambda xs: int(rng.choice(xs))  # noqa: E731
+    if family == "mlp":
+        b, d, h, n = c([1, 8, 16, 32, 64]), c([32, 64, 128, 256]), c([64, 128, 256, 512]), c([2, 3])
+        return f"mlp{n}_{b}x{d}_h{h}", "MLP", (b, d), dict(d=d, h=h, layers=n)
+    if family == "resnet":
+        ch, hw = c([8, 16, 24, 32]), c([8, 12, 14, 20, 28])
+        return f"resnet_{ch}c_{hw}x{hw}", "ResNet", (1, ch, hw, hw), dict(c=ch)
+    if family == "invres":
+        ch, e, hw = c([8, 16, 24]), c([2, 4, 6]), c([8, 14, 20, 28])
+        return f"invres_{ch}c_e{e}_{hw}x{hw}", "InvRes", (1, ch, hw, hw), dict(c=ch, e=e)
+    if family == "attention":
+        s, d = c([8, 32, 64, 128]), c([16, 32, 64])
+        return f"attention_{s}x{d}", "Attention", (1, s, d), dict(d=d)
+    if family == "heads":
+        s, d, h = c([16, 32, 64, 128]), c([32, 64, 128]), c([2, 4])
+        return f"heads{h}_{s}x{d}", "Heads", (s, d), dict(d=d, heads=h)
+    if family == "layernorm":
+        t, d, act = c([8, 32, 64, 128]), c([32, 64, 128, 256]), bool(rng.integers(2))
+        return f"layernorm{'_gelu' if act else ''}_{t}x{d}", "LayerNorm", (t, d), dict(d=d, act=act)
+    if family == "ln_linear_gelu":
+        t, d, h = c([16, 32, 64, 128]), c([64, 128, 256]), c([64, 128, 256])
+        return f"ln_linear_gelu_{t}x{d}_h{h}", "LNLinearGELU", (t, d), dict(d=d, h=h)
+    if family == "pool":
+        ch, hw, k, relu = c([8, 16, 32, 64]), c([20, 28, 32, 56]), c([2, 3]), bool(rng.integers(2))
+        s = 2 if k == 3 else c([1, 2])
+        return (f"{'relu_' if relu else ''}maxpool{k}s{s}_{ch}c_{hw}x{hw}", "Pool", (1, ch, hw, hw),
+                dict(k=k, s=s, relu=relu))
+    if family == "stem":
+        ch, hw = c([8, 24, 32]), c([24, 32, 48, 64])
+        return f"stem_{ch}c_{hw}x{hw}", "Stem", (1, 3, hw, hw), dict(c=ch)
+    if family == "conv_bn_relu":
+        ci, co, k, hw = c([3, 8, 16, 32]), c([8, 16, 32, 64]), c([1, 3]), c([8, 14, 16, 28])
+        return f"conv{k}_bn_relu_{ci}to{co}_{hw}x{hw}", "ConvBNReLU", (1, ci, hw, hw), dict(ci=ci, co=co, k=k)
+    if family == "softmax":
+        r, n = c([16, 32, 64, 128, 256]), c([16, 32, 64, 128, 256])
+        return f"softmax_{r}x{n}", "Softmax", (r, n), {}
+    raise ValueError(family)
+
+
+def generate_blocks(out_dir: str, n: int, seed: int = 0,
+                    on_progress: Callable[[int, int, str], None] | None = None) -> dict:
+    """Export n drawn blocks into out_dir with a manifest.json (all in the train split); returns it.
+    A block torch-mlir cannot export is skipped (named in the manifest's "skipped")."""
+    import torch
+
+    from mlir_rl_tui.agent.torch_import import PASSES, import_module
+    from mlir_rl_tui.engine import load_file
+    from mlir_rl_tui.engine.errors import EngineError
+
+    os.makedirs(out_dir, exist_ok=True)
+    classes = _modules()
+    rng = np.random.default_rng(seed)
+    entries, skipped, seen = [], [], set()
+    for i in range(n):
+        family = FAMILIES[i % len(FAMILIES)]
+        name, cls, shape, kw = draw(rng, family)
+        passes = PASSES if i % 2 == 0 else ()
+        fname = f"{i:04d}_{name}{'_graph' if passes else ''}.mlir"
+        torch.manual_seed(seed * 1000 + i)
+        model = classes[cls](**kw).eval()
+        try:
+            import_module(model, ["x".join(map(str, shape))], os.path.join(out_dir, fname), passes=passes)
+            prog = load_file(os.path.join(out_dir, fname))
+        except EngineError as e:
+            skipped.append(f"{fname}: {e}")
+            continue
+        if prog.sha256 in seen:
+            continue
+        seen.add(prog.sha256)
+        entries.append({"name": fname[:-5], "path": fname, "kind": "block", "family": family,
+                        "graph_passes": bool(passes), "linalg_ops": len(prog.ops), "sha256": prog.sha256,
+                        "split": "train"})
+        if on_progress is not None:
+            on_progress(i + 1, n, fname)
+    manifest = {"version": 1, "seed": seed, "n": n, "kind": "torch-mlir blocks", "programs": entries,
+                "train": [e["path"] for e in entries], "eval": [], "skipped": skipped}
+    with open(os.path.join(out_dir, "manifest.json"), "w") as f:
+        json.dump(manifest, f, indent=1)
+    return manifest
