@@ -5,7 +5,9 @@ torch-mlir export of a model block (batch norms as elementwise generics, transpo
 padded convolutions). `generate_blocks(out, n, seed)` draws n blocks from the families below, exports each
 with `agent.torch_import.import_module` (odd draws as torch-mlir writes them, even ones through `import`'s
 graph passes, the two forms a user meets) and writes a manifest.json that `engine.dataset.read_manifest`
-reads, so that `train --recipe default --more OUT` trains on them. Sizes are drawn from wider ranges than
+reads, so that `train --recipe default --more OUT` trains on them. `export_blocks` runs it in a child
+process (`python -m mlir_rl_tui.agent.block_programs OUT N SEED`): torch-mlir's own MLIR bindings loaded beside
+PyTorch in a long-lived process can crash it later (seen: a segfault in the next in-process PyTorch call). Sizes are drawn from wider ranges than
 the exports in tests/data/torch (the evaluation set), and no draw has the shape of one of those (same
 structure, other weights); the recipe also drops any program equal to an evaluation one.
 """
@@ -14,6 +16,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from collections.abc import Callable
 
 import numpy as np
@@ -220,3 +224,23 @@ def generate_blocks(out_dir: str, n: int, seed: int = 0,
     with open(os.path.join(out_dir, "manifest.json"), "w") as f:
         json.dump(manifest, f, indent=1)
     return manifest
+
+
+def export_blocks(out_dir: str, n: int, seed: int = 0, timeout: float = 1800) -> dict:
+    """`generate_blocks` in a child process (see the module docstring); returns the manifest."""
+    from mlir_rl_tui.engine.dataset import read_manifest
+    from mlir_rl_tui.engine.errors import EngineError
+
+    try:
+        r = subprocess.run([sys.executable, "-m", "mlir_rl_tui.agent.block_programs", out_dir, str(n), str(seed)],
+                           capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise EngineError(f"exporting {n} blocks took more than {timeout:.0f} s") from None
+    if r.returncode != 0:
+        last = (r.stderr.strip().splitlines() or [f"exit status {r.returncode}"])[-1]
+        raise EngineError(f"exporting model blocks failed: {last}")
+    return read_manifest(out_dir)
+
+
+if __name__ == "__main__":
+    generate_blocks(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]))

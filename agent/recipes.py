@@ -143,12 +143,12 @@ def training_programs(r: DefaultRecipe, eng, log: Callable[[str], None]) -> tupl
             generate(extra_dir, r.extra, seed=r.extra_seed, engine=eng, eval_fraction=0.0)
         dirs.insert(0, extra_dir)
     if r.blocks:
-        from mlir_rl_tui.agent.block_programs import generate_blocks
+        from mlir_rl_tui.agent.block_programs import export_blocks
 
         blocks_dir = os.path.join(r.out, "blocks")
         if not os.path.exists(os.path.join(blocks_dir, "manifest.json")):
             log(f"exporting {r.blocks} model blocks into {blocks_dir} (agent.block_programs, seed {r.seed})")
-            generate_blocks(blocks_dir, r.blocks, seed=r.seed)
+            export_blocks(blocks_dir, r.blocks, seed=r.seed)
         dirs.append(blocks_dir)
     seen = {load_file(p).sha256 for p in train}
     for d in dirs:

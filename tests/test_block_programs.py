@@ -11,12 +11,12 @@ pytest.importorskip("torch_mlir", reason="torch-mlir is the [import] extra; scri
 
 
 def test_blocks_export_validate_and_train(tmp_path, cache_dir):
-    from mlir_rl_tui.agent.block_programs import FAMILIES, generate_blocks
+    from mlir_rl_tui.agent.block_programs import FAMILIES, export_blocks
     from mlir_rl_tui.agent.recipes import DefaultRecipe, training_programs
     from mlir_rl_tui.engine import Engine, load_file
     from mlir_rl_tui.engine.dataset import generate, read_manifest
 
-    man = generate_blocks(str(tmp_path / "blocks"), 4, seed=3)
+    man = export_blocks(str(tmp_path / "blocks"), 4, seed=3)  # torch-mlir in a child process
     assert not man["skipped"] and [e["family"] for e in man["programs"]] == list(FAMILIES[:4])
     assert [e["graph_passes"] for e in man["programs"]] == [True, False, True, False]
     entries = read_manifest(str(tmp_path / "blocks"))["programs"]

@@ -151,7 +151,7 @@ def test_train_help_documents_the_recipe(capsys):
     with pytest.raises(SystemExit):
         main(["train", "--help"])
     out = " ".join(capsys.readouterr().out.split())
-    for words in ("recipe_search", "Behaviour cloning", "--bc-epochs", "320 programs", "27 minutes",
+    for words in ("recipe_search", "Behaviour cloning", "--bc-epochs", "156 programs", "57 minutes",
                   "--limit LIMIT", "with --recipe default 0.0001"):
         assert words in out, words
 

@@ -140,7 +140,7 @@ def test_shipped_policy_is_in_the_current_format():
     assert {v.dtype for v in raw["tensors"].values()} == {torch.float16}  # kept small
     pol = load_policy()
     assert pol is not None and pol.meta["trained_by"] == "bc"
-    assert pol.model.limits.max_vector_elements == 512  # the limits it was trained with
+    assert pol.model.limits == Limits()  # trained on the current action space (issue 14)
 
 
 # ------------------------------------------------------------------------------------------------
