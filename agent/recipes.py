@@ -193,8 +193,8 @@ def train_default(r: DefaultRecipe, log: Callable[[str], None] = print,
     dirs = {k: os.path.join(r.out, "traces", k) for k in ("search", "target")}
     for d in dirs.values():
         os.makedirs(d, exist_ok=True)
-    found: dict[int, float] = {}
-    targets: dict[int, tuple] = {}
+    found_by: dict[int, float] = {}  # program index -> the teacher's speedup
+    target_by: dict[int, tuple] = {}  # program index -> (target schedule, its speedup)
     made = {"search": 0, "targets": 0}
     with Engine(config=MeasureConfig(runs=r.runs)) as eng:
         train, data = training_programs(r, eng, say)
@@ -212,31 +212,32 @@ def train_default(r: DefaultRecipe, log: Callable[[str], None] = print,
                 sched, sp, _, res = recipe_search(eng, prog, r.budget)
                 made["search"] += res.evaluated
                 write_schedule(os.path.join(dirs["search"], f"{i:03d}.jsonl"), prog, sched, "search")
-                found[i] = sp
+                found_by[i] = sp
                 if sp < r.keep_baseline:
                     sched, sp, why = Schedule({}), 1.0, f"best {sp:.2f}x < {r.keep_baseline}x: keep the baseline"
                 else:
                     why = f"recipe {sp:.2f}x"
-                targets[i] = (sched, sp)
+                target_by[i] = (sched, sp)
                 write_schedule(os.path.join(dirs["target"], f"{i:03d}.jsonl"), prog, sched, "search")
                 say(f"{i + 1}/{len(train)} {os.path.basename(prog.path)}: {why} -> {to_text(sched) or '(baseline)'}")
                 return
             res = search(eng, prog, "hill", r.budget, seed=r.seed + i)
             made["search"] += res.evaluated
             write_schedule(os.path.join(dirs["search"], f"{i:03d}.jsonl"), prog, res.schedule, "search", res.best)
-            found[i] = res.speedup
+            found_by[i] = res.speedup
             sched, sp, n, why = expert.imitation_target(eng, prog, res.schedule, res.best, r.keep_baseline,
                                                         r.tolerance)
             made["targets"] += n
-            targets[i] = (sched, sp)
+            target_by[i] = (sched, sp)
             write_schedule(os.path.join(dirs["target"], f"{i:03d}.jsonl"), prog, sched, "search")
             say(f"{i + 1}/{len(train)} {os.path.basename(prog.path)}: {why} -> {sched or '(baseline)'}")
 
         with ThreadPoolExecutor(r.threads) as ex:
             list(ex.map(one, range(len(train))))
-        left_out = [os.path.basename(p.path) for i, p in enumerate(train) if i not in targets]
-        keep = sorted(targets)
-        train, targets, found = [train[i] for i in keep], [targets[i] for i in keep], [found[i] for i in keep]
+        left_out = [os.path.basename(p.path) for i, p in enumerate(train) if i not in target_by]
+        keep = sorted(target_by)
+        train = [train[i] for i in keep]
+        targets, found = [target_by[i] for i in keep], [found_by[i] for i in keep]
     t_search = time.time() - t0
 
     torch.set_num_threads(r.threads)
