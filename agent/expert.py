@@ -58,6 +58,7 @@ def imitation_target(engine: Engine, program: Program, schedule: Schedule, measu
 
     - the search's best is not clearly better than the baseline (< keep_baseline, or it failed):
       NT on every op (the untransformed program);
+    - otherwise, with tolerance <= 0, the search's schedule as it is;
     - otherwise each op, in traversal order, is set to NT when the whole schedule then still measures
       within `tolerance` of the search's best: only the ops whose actions help keep them. (For chains of
       memory-bound ops, most tiling/vectorization choices do not matter, and imitating them teaches the
@@ -67,6 +68,8 @@ def imitation_target(engine: Engine, program: Program, schedule: Schedule, measu
     if best < keep_baseline:
         return Schedule({}), 1.0, 0, f"best {best:.2f}x < {keep_baseline}x: keep the baseline"
     per_op = {k: list(v) for k, v in schedule.ops.items()}
+    if tolerance <= 0:
+        return legal_schedule(program, per_op, engine.openmp), best, 0, f"best {best:.2f}x kept"
     cur_text, cur_sp, made, dropped = to_text(schedule), best, 0, []
     for op in program.ops:
         acts = per_op.get(op.id, [])

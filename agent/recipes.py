@@ -10,8 +10,8 @@ the story), end to end on the project's 2-core machine:
 2. Teacher: `agent.teacher.recipe_search` on every training program (--budget measurements each): per op an
    outer tiling (T, TP or TF), a register tile, then V or NT, tuned op by op. The imitation target is its
    schedule, or NT on every op when it is not --keep-baseline (1.1x) faster than the baseline. With
-   --teacher hill: `engine.search` hill climbing, then each op set to NT when the schedule stays within
-   --tolerance (5%) of the best.
+   --teacher hill: `engine.search` hill climbing's schedule (with --tolerance F > 0, each op then set to
+   NT when the schedule stays within a factor F of the best).
 3. Behaviour cloning of the targets (policy and value heads) for --bc-epochs epochs; a search's tile size the
    policy cannot choose (hill climbing tiles by any divisor, e.g. 384) is made one it can
    (`agent.expert.to_candidates`).
@@ -20,18 +20,20 @@ the story), end to end on the project's 2-core machine:
 5. The chosen weights are OUT/default.pt, with OUT/default.json describing the run; --ship copies both
    to agent/checkpoints/, where the app, `optimize` and `evaluate` find the shipped policy.
 
-The shipped run (issue 14, engine version 8): 156 programs (the 48 of runs/dataset's train split, 73 drawn
-with seed 1, and the first 35 of 66 model blocks exported with torch-mlir), hill-climbing teacher:
+The shipped run (issue 14, engine version 8): 230 programs (the 48 of runs/dataset's train split, 73 drawn
+with seed 1, 66 model blocks exported with torch-mlir with seed 0 and 43 more with seed 1), hill-climbing
+teacher, its schedules imitated as found (--tolerance 0):
 
     mlir-rl-tui dataset generate --out runs/dataset --n 60 --seed 0 --no-baseline
+    python -m mlir_rl_tui.agent.block_programs runs/v9/blocks_s1 44 1
     mlir-rl-tui train --recipe default --teacher hill --out runs/v9 --programs runs/dataset --extra 80 \\
-        --blocks 66 --budget 30 --bc-epochs 50 --limit 156 --exclude samples tests/data/torch --ship
+        --blocks 66 --more runs/v9/blocks_s1 --budget 30 --bc-epochs 50 --exclude samples tests/data/torch --ship
 
-The teacher took 57 minutes on this 2-core machine (about 20 s per generated program, 30-45 s per block:
-hill climbing, then one measurement per op to see whether NT does as well); the run was stopped after 156 of
-the 187 programs for time, and the command above replays those from the measurement cache in 2 minutes and
-clones 2,633 decisions for 50 epochs in 3.5 minutes. Time grows with programs x budget (teacher) and
-decisions x epochs (cloning). A quick check of the whole pipeline: --n 2 --limit 1 --budget 2 --bc-epochs 1
+The teacher's measurements took about 90 minutes on this 2-core machine, in three sittings that replayed the
+earlier programs from the measurement cache (156 programs in 57 minutes, then 31 and 43 blocks in 17 minutes
+each: about 20 s per generated program, 25-45 s per block); a replay of all 230 takes 2 minutes, cloning
+5,463 decisions for 50 epochs 6.6 minutes. Time grows with programs x budget (teacher) and decisions x
+epochs (cloning). A quick check of the whole pipeline: --n 2 --limit 1 --budget 2 --bc-epochs 1
 --exclude (about a minute).
 """
 
@@ -84,8 +86,10 @@ class DefaultRecipe:
     """teacher measurements per training program"""
     keep_baseline: float = 1.1
     """below this best speedup the imitation target is NT on every op"""
-    tolerance: float = 1.05
-    """(hill teacher) an op becomes NT when the schedule stays within this factor of the best"""
+    tolerance: float = 0.0
+    """(hill teacher) an op becomes NT when the schedule stays within this factor of the best (e.g. 1.05);
+    0: the search's schedule as found. Per-op NT at 1.05 taught the policy to leave ops alone that matter
+    in other programs (0.73 of hill climbing @50 on the evaluation programs, against 0.90 without)"""
     bc_epochs: int = 60
     bc_lr: float = 1e-3
     """behaviour-cloning learning rate"""
@@ -135,7 +139,7 @@ def training_programs(r: DefaultRecipe, eng, log: Callable[[str], None]) -> tupl
         files = sorted(glob.glob(os.path.join(spec, "*.mlir"))) if os.path.isdir(spec) else [spec]
         banned |= {load_file(f).sha256 for f in files}
     extra: list[str] = []
-    dirs = list(r.more)
+    dirs: list[str] = []
     if r.extra:
         extra_dir = r.extra_dir or os.path.join(r.out, "dataset_extra")
         if not os.path.exists(os.path.join(extra_dir, "manifest.json")):
@@ -150,6 +154,7 @@ def training_programs(r: DefaultRecipe, eng, log: Callable[[str], None]) -> tupl
             log(f"exporting {r.blocks} model blocks into {blocks_dir} (agent.block_programs, seed {r.seed})")
             export_blocks(blocks_dir, r.blocks, seed=r.seed)
         dirs.append(blocks_dir)
+    dirs += r.more  # last: adding a folder leaves the earlier programs' indices (and search seeds) as they were
     seen = {load_file(p).sha256 for p in train}
     for d in dirs:
         ex = read_manifest(d)
@@ -206,30 +211,36 @@ def train_default(r: DefaultRecipe, log: Callable[[str], None] = print,
             except EngineError as e:  # e.g. a baseline that does not run or differs from PyTorch: not trained on
                 say(f"{i + 1}/{len(train)} {os.path.basename(train[i].path)}: left out: {e}")
 
+        def record(kind: str, i: int, prog, sched, measurement=None) -> None:
+            path = os.path.join(dirs[kind], f"{i:03d}.jsonl")
+            if os.path.exists(path):  # one episode per file: a re-run (replayed from the cache) replaces it
+                os.remove(path)
+            write_schedule(path, prog, sched, "search", measurement)
+
         def teach(i: int) -> None:
             prog = train[i]
             if r.teacher == "recipe":
                 sched, sp, _, res = recipe_search(eng, prog, r.budget)
                 made["search"] += res.evaluated
-                write_schedule(os.path.join(dirs["search"], f"{i:03d}.jsonl"), prog, sched, "search")
+                record("search", i, prog, sched)
                 found_by[i] = sp
                 if sp < r.keep_baseline:
                     sched, sp, why = Schedule({}), 1.0, f"best {sp:.2f}x < {r.keep_baseline}x: keep the baseline"
                 else:
                     why = f"recipe {sp:.2f}x"
                 target_by[i] = (sched, sp)
-                write_schedule(os.path.join(dirs["target"], f"{i:03d}.jsonl"), prog, sched, "search")
+                record("target", i, prog, sched)
                 say(f"{i + 1}/{len(train)} {os.path.basename(prog.path)}: {why} -> {to_text(sched) or '(baseline)'}")
                 return
             res = search(eng, prog, "hill", r.budget, seed=r.seed + i)
             made["search"] += res.evaluated
-            write_schedule(os.path.join(dirs["search"], f"{i:03d}.jsonl"), prog, res.schedule, "search", res.best)
+            record("search", i, prog, res.schedule, res.best)
             found_by[i] = res.speedup
             sched, sp, n, why = expert.imitation_target(eng, prog, res.schedule, res.best, r.keep_baseline,
                                                         r.tolerance)
             made["targets"] += n
             target_by[i] = (sched, sp)
-            write_schedule(os.path.join(dirs["target"], f"{i:03d}.jsonl"), prog, sched, "search")
+            record("target", i, prog, sched)
             say(f"{i + 1}/{len(train)} {os.path.basename(prog.path)}: {why} -> {sched or '(baseline)'}")
 
         with ThreadPoolExecutor(r.threads) as ex:
@@ -293,8 +304,9 @@ def train_default(r: DefaultRecipe, log: Callable[[str], None] = print,
                 "where it does not beat the baseline by --keep-baseline) -> behaviour cloning"
                 if r.teacher == "recipe" else
                 "engine.search hill climbing on the training programs -> imitation targets (NT where the search "
-                "does not beat the baseline by --keep-baseline, per-op NT where an op's actions do not help) -> "
-                "behaviour cloning") + (" -> PPO" if r.iterations else ""),
+                "does not beat the baseline by --keep-baseline, otherwise its schedule"
+                + (", with per-op NT where an op's actions do not help" if r.tolerance > 0 else " as found")
+                + ") -> behaviour cloning") + (" -> PPO" if r.iterations else ""),
         "teacher": r.teacher,
         "data": data, "train_programs": len(train), "teacher_budget": r.budget,
         "teacher_measurements": made["search"], "target_measurements": made["targets"],

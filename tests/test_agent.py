@@ -145,6 +145,13 @@ def test_imitation_targets_keep_the_baseline_and_end_missing_ops_with_nt(matmul)
     m = Measurement("ok", "op0: T(8,32,1) V", time_ms=1.0, baseline_ms=1.05, speedup=1.05)
     sched, sp, made, why = imitation_target(None, matmul, parse("op0: T(8,32,1) V"), m, keep_baseline=1.1)
     assert sched == Schedule({}) and sp == 1.0 and made == 0 and "baseline" in why
+    # a good one, with tolerance 0 (the recipe's default): the search's schedule as found, nothing measured
+    import types
+
+    m = Measurement("ok", "op0: T(8,32,1) V", time_ms=1.0, baseline_ms=3.0, speedup=3.0)
+    sched, sp, made, why = imitation_target(types.SimpleNamespace(openmp=True), matmul, parse("op0: T(8,32,1) V"),
+                                            m, tolerance=0)
+    assert str(sched) == "op0: T(8,32,1) V; op1: NT" and sp == 3.0 and made == 0 and "kept" in why
 
 
 def test_search_tile_sizes_beyond_the_candidates_become_ones_the_policy_can_choose(matmul):

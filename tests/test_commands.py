@@ -151,7 +151,7 @@ def test_train_help_documents_the_recipe(capsys):
     with pytest.raises(SystemExit):
         main(["train", "--help"])
     out = " ".join(capsys.readouterr().out.split())
-    for words in ("recipe_search", "Behaviour cloning", "--bc-epochs", "156 programs", "57 minutes",
+    for words in ("recipe_search", "Behaviour cloning", "--bc-epochs", "230 programs", "90 minutes",
                   "--limit LIMIT", "with --recipe default 0.0001"):
         assert words in out, words
 
@@ -176,3 +176,10 @@ def test_tiny_recipe_runs_end_to_end(tmp_path, cache_dir, capsys):
     assert set(info["greedy_train_gmean"]) == {"bc", "ppo"} and info["shipped"] in ("bc", "ppo")
     assert load_policy(str(out / "default.pt")) is not None
     assert (os.stat(shipped).st_mtime_ns if os.path.exists(shipped) else None) == before  # no --ship: untouched
+    # a re-run (replayed from the cache) replaces the teacher's traces: one schedule per program and kind
+    assert main(argv[:-8] + ["--iterations", "0", "--threads", "1", "--limit", "1"]) == 0
+    capsys.readouterr()
+    from mlir_rl_tui.engine.trace import read_trace
+
+    for kind in ("search", "target"):
+        assert len(read_trace(str(out / "traces" / kind / "000.jsonl")).episodes()) == 1
