@@ -35,6 +35,7 @@ class Example:
     masks: dict[str, np.ndarray]
     action: np.ndarray
     value: float | None  # log speedup of the whole schedule, if measured
+    weight: float = 1.0  # share of this decision in the loss (a near-best demonstration weighs less)
 
 
 def _log_speedup(ep: TraceEpisode) -> float | None:
@@ -46,15 +47,17 @@ def _log_speedup(ep: TraceEpisode) -> float | None:
     return None
 
 
-def examples_from_schedule(program: Program, schedule: Schedule, value: float | None = None) -> list[Example]:
-    """Decisions that build `schedule` on `program`, op by op in traversal order (engine.trace.schedule_steps)."""
+def examples_from_schedule(program: Program, schedule: Schedule, value: float | None = None,
+                           weight: float = 1.0) -> list[Example]:
+    """Decisions that build `schedule` on `program`, op by op in traversal order (engine.trace.schedule_steps),
+    each with `weight` in the cloning loss."""
     out: list[Example] = []
     for sess, op, a in schedule_steps(program, schedule):
         vecs = to_vectors(sess, a)
         if vecs is None:
             raise EngineError(f"{op}: {a} uses a tile size outside {sess.limits.tile_sizes}")
         for v in vecs:
-            out.append(Example(sess.observation(), masks_for(sess), v.astype(np.int64), value))
+            out.append(Example(sess.observation(), masks_for(sess), v.astype(np.int64), value, weight))
             sess = apply_vector(sess, v)
     return out
 
@@ -84,7 +87,8 @@ def examples_from_trace(path: str, programs: list[Program] | None = None) -> lis
 
 def behaviour_cloning(model: ActorCritic, examples: list[Example], epochs: int = 100, lr: float = 1e-3,
                       batch_size: int = 32, vf_coef: float = 0.5, seed: int = 0, log=None) -> list[float]:
-    """Minimise -log pi(a|s) (summed over the heads the action uses) + vf_coef * value error."""
+    """Minimise -log pi(a|s) (summed over the heads the action uses) + vf_coef * value error, each decision
+    weighted by its example's weight (weighted means over a mini-batch; all 1: plain behaviour cloning)."""
     torch.manual_seed(seed)
     rng = np.random.default_rng(seed)
     obs = torch.from_numpy(np.stack([e.obs for e in examples]))
@@ -92,6 +96,7 @@ def behaviour_cloning(model: ActorCritic, examples: list[Example], epochs: int =
     actions = torch.from_numpy(np.stack([e.action for e in examples]))
     has_v = torch.tensor([e.value is not None for e in examples])
     values = torch.tensor([e.value or 0.0 for e in examples], dtype=torch.float32)
+    weights = torch.tensor([e.weight for e in examples], dtype=torch.float32)
     opt = optim.Adam(model.parameters(), lr=lr)
     losses = []
     for ep in range(epochs):
@@ -102,9 +107,11 @@ def behaviour_cloning(model: ActorCritic, examples: list[Example], epochs: int =
             logits, v = model(obs[mb])
             mbm = {k: m[mb] for k, m in masks.items()}
             lp, _ = evaluate_actions(distribution(logits, mbm), mbm, actions[mb])
-            loss = -lp.mean()
+            w = weights[mb]
+            loss = -(w * lp).sum() / w.sum()
             if has_v[mb].any():
-                loss = loss + vf_coef * ((v - values[mb])[has_v[mb]] ** 2).mean()
+                hv = has_v[mb]
+                loss = loss + vf_coef * (w[hv] * (v - values[mb])[hv] ** 2).sum() / w[hv].sum()
             opt.zero_grad()
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)

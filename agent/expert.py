@@ -6,11 +6,12 @@ The search itself is `engine.search` (hill climbing and the others); its results
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 from mlir_rl_tui.engine import Engine, Program, Schedule, Session, to_text
 from mlir_rl_tui.engine.errors import ScheduleError
-from mlir_rl_tui.engine.schedule import TILED, Action
+from mlir_rl_tui.engine.schedule import TILED, Action, parse
 
 
 def to_candidates(sess: Session, a: Action) -> Action:
@@ -88,3 +89,37 @@ def imitation_target(engine: Engine, program: Program, schedule: Schedule, measu
     final = legal_schedule(program, per_op, engine.openmp)
     why = f"best {best:.2f}x; NT on {', '.join(dropped)} ({cur_sp:.2f}x)" if dropped else f"best {best:.2f}x kept"
     return final, cur_sp, made, why
+
+
+def demonstrations(engine: Engine, program: Program, best: Schedule, best_speedup: float, k: int = 1,
+                   ratio: float = 0.9, temperature: float = 0.05) -> list[tuple[Schedule, float, float]]:
+    """The search's best schedule and up to k-1 runners-up to imitate, as (schedule, speedup, weight).
+
+    A search's single best is one draw among schedules whose timings overlap (two measurements of one
+    schedule differ by 5-10%), and near-equal ops of other programs get other draws: imitated alone, the
+    targets contradict each other. The runners-up are the other schedules of this program in the
+    measurement cache (the search's own measurements) within `ratio` of the best, fastest first, each
+    weighted exp(log(speedup / best) / temperature) in the cloning loss, advantage-weighted as in AWR
+    (Peng et al. 2019): the best weighs 1, one 5% slower exp(-1) at the default temperature. k = 1: the
+    best alone (plain behaviour cloning)."""
+    out = [(best, best_speedup, 1.0)]
+    if k <= 1 or engine.cache is None or best_speedup <= 0:
+        return out
+    seen = {to_text(best)}
+    rows = []
+    for _sha, text, _mach, rec in engine.cache.entries(engine.machine, {program.sha256}):
+        sp = rec.get("speedup")
+        if rec.get("status") == "ok" and isinstance(sp, int | float) and ratio * best_speedup <= sp \
+                and text not in seen:
+            rows.append((float(sp), text))
+    for sp, text in sorted(rows, reverse=True):
+        if len(out) >= k:
+            break
+        try:
+            sched = parse(text)
+        except ScheduleError:
+            continue
+        seen.add(text)
+        sp = min(sp, best_speedup)  # the search's best is the fastest it kept; a faster row is its noise twin
+        out.append((sched, sp, math.exp(math.log(sp / best_speedup) / temperature)))
+    return out

@@ -90,6 +90,13 @@ class DefaultRecipe:
     """(hill teacher) an op becomes NT when the schedule stays within this factor of the best (e.g. 1.05);
     0: the search's schedule as found. Per-op NT at 1.05 taught the policy to leave ops alone that matter
     in other programs (0.73 of hill climbing @50 on the evaluation programs, against 0.90 without)"""
+    demos: int = 1
+    """(hill teacher) schedules imitated per program: the search's best and up to DEMOS-1 runners-up within
+    --demo-ratio of it from its measurements, weighted exp(log(speedup/best)/--demo-temperature) (AWR)"""
+    demo_ratio: float = 0.9
+    """(with --demos) runners-up at least this fraction of the search's best"""
+    demo_temperature: float = 0.05
+    """(with --demos) temperature of the runners-up's weights: a runner-up 5% slower weighs exp(-0.05/T)"""
     bc_epochs: int = 60
     bc_lr: float = 1e-3
     """behaviour-cloning learning rate"""
@@ -200,6 +207,7 @@ def train_default(r: DefaultRecipe, log: Callable[[str], None] = print,
         os.makedirs(d, exist_ok=True)
     found_by: dict[int, float] = {}  # program index -> the teacher's speedup
     target_by: dict[int, tuple] = {}  # program index -> (target schedule, its speedup)
+    demos_by: dict[int, list] = {}  # program index -> [(schedule, speedup, weight)], the target first
     made = {"search": 0, "targets": 0}
     with Engine(config=MeasureConfig(runs=r.runs)) as eng:
         train, data = training_programs(r, eng, say)
@@ -240,6 +248,9 @@ def train_default(r: DefaultRecipe, log: Callable[[str], None] = print,
                                                         r.tolerance)
             made["targets"] += n
             target_by[i] = (sched, sp)
+            if r.demos > 1 and len(sched) > 0:  # runners-up of a search that beat the baseline
+                demos_by[i] = expert.demonstrations(eng, prog, sched, sp, r.demos, r.demo_ratio,
+                                                    r.demo_temperature)
             record("target", i, prog, sched)
             say(f"{i + 1}/{len(train)} {os.path.basename(prog.path)}: {why} -> {sched or '(baseline)'}")
 
@@ -249,19 +260,29 @@ def train_default(r: DefaultRecipe, log: Callable[[str], None] = print,
         keep = sorted(target_by)
         train = [train[i] for i in keep]
         targets, found = [target_by[i] for i in keep], [found_by[i] for i in keep]
+        demos = [demos_by.get(i) or [(*target_by[i], 1.0)] for i in keep]
     t_search = time.time() - t0
 
     torch.set_num_threads(r.threads)
     examples, unrepresentable = [], []
-    for prog, (sched, sp) in zip(train, targets):
-        try:
-            sched = expert.legal_schedule(prog, sched.ops, fit=expert.to_candidates)
-            examples += bc.examples_from_schedule(prog, sched, math.log(max(sp, 1e-3)))
-        except EngineError as e:  # not expected after to_candidates: said, and the program left out
-            unrepresentable.append(os.path.basename(prog.path))
-            say(f"{os.path.basename(prog.path)}: not imitated: {e}")
+    for prog, program_demos in zip(train, demos):
+        seen: set[str] = set()
+        for n_demo, (sched, sp, weight) in enumerate(program_demos):
+            try:
+                sched = expert.legal_schedule(prog, sched.ops, fit=expert.to_candidates)
+                if to_text(sched) in seen:  # two runners-up the policy can only express alike
+                    continue
+                seen.add(to_text(sched))
+                examples += bc.examples_from_schedule(prog, sched, math.log(max(sp, 1e-3)), weight)
+            except EngineError as e:  # not expected after to_candidates: said, and the program left out
+                if n_demo == 0:
+                    unrepresentable.append(os.path.basename(prog.path))
+                    say(f"{os.path.basename(prog.path)}: not imitated: {e}")
+                break
     n_nt = sum(1 for t in targets if len(t[0]) == 0)
-    say(f"BC on {len(examples)} decisions ({n_nt} of {len(train)} programs keep the baseline)")
+    n_demos = sum(len(d) for d in demos)
+    say(f"BC on {len(examples)} decisions from {n_demos} schedules ({n_nt} of {len(train)} programs keep "
+        "the baseline)")
     model = ActorCritic()
     bc_rows: list[tuple[int, float]] = []
     bc.behaviour_cloning(model, examples, r.bc_epochs, lr=r.bc_lr, seed=r.seed,
@@ -313,6 +334,8 @@ def train_default(r: DefaultRecipe, log: Callable[[str], None] = print,
         "teacher_gmean_speedup": gmean(found), "left_out": left_out, "not_imitated": unrepresentable,
         "target_gmean_speedup": gmean([t[1] for t in targets]),
         "keep_baseline": r.keep_baseline, "tolerance": r.tolerance, "programs_keeping_baseline": n_nt,
+        "demos": r.demos, "demo_ratio": r.demo_ratio, "demo_temperature": r.demo_temperature,
+        "demo_schedules": n_demos,
         "bc_decisions": len(examples), "bc_epochs": r.bc_epochs, "bc_lr": r.bc_lr,
         "bc_loss": [bc_rows[0][1], bc_rows[-1][1]] if bc_rows else None,
         "ppo": {k: v for k, v in vars(ppo_args).items() if k != "programs"} if ppo_args else None,

@@ -38,3 +38,40 @@ def test_recipe_search_on_matmul_beats_the_baseline_within_budget(engine, matmul
     assert speedup > 3.0 and m.speedup > 3.0
     assert recipes and all(r.vec or r.kind for r in recipes.values())
     assert "V" in to_text(sched)
+
+
+def test_runners_up_within_the_ratio_are_imitated_with_advantage_weights(tmp_path, matmul):
+    """expert.demonstrations reads the search's other measurements of the program from the cache: only ok
+    ones within the ratio, fastest first, weighted exp(log(speedup/best)/T); cloning follows the weights."""
+    import math
+    from types import SimpleNamespace
+
+    from mlir_rl_tui.agent.bc import behaviour_cloning, examples_from_schedule
+    from mlir_rl_tui.agent.expert import demonstrations
+    from mlir_rl_tui.agent.policy import ActorCritic
+    from mlir_rl_tui.agent.suggest import Policy
+    from mlir_rl_tui.engine import Session, parse
+    from mlir_rl_tui.engine.cache import Cache
+
+    best, near, slow, failed, other = (
+        "op0: TP(32,32,0) T(8,32,1) V; op1: T(4,0) V", "op0: T(32,32,0) T(8,32,1) V; op1: T(4,0) V",
+        "op0: T(64,64,0) V; op1: V", "op0: TF(32,32,0) V; op1: NT", "op0: T(8,8,0) V; op1: V")
+    cache = Cache(str(tmp_path / "c.sqlite"))
+    rows = [(best, "ok", 80.0), (near, "ok", 76.0), (slow, "ok", 50.0), (failed, "wrong-result", 95.0)]
+    for text, status, sp in rows:
+        cache.put(matmul.sha256, text, "here", {"status": status, "speedup": sp})
+    cache.put(matmul.sha256, other, "elsewhere", {"status": "ok", "speedup": 79.0})  # another machine's row
+    eng = SimpleNamespace(cache=cache, machine="here")
+    demos = demonstrations(eng, matmul, parse(best), 80.0, k=4, ratio=0.9, temperature=0.05)
+    assert [(str(s), sp) for s, sp, _ in demos] == [(best, 80.0), (near, 76.0)]
+    assert demos[0][2] == 1.0 and math.isclose(demos[1][2], math.exp(math.log(0.95) / 0.05))
+    assert [str(s) for s, _, _ in demonstrations(eng, matmul, parse(best), 80.0, k=1)] == [best]
+
+    def first_kind(w_best: float, w_near: float) -> str:
+        model = ActorCritic()
+        ex = examples_from_schedule(matmul, parse(best), weight=w_best) + \
+            examples_from_schedule(matmul, parse(near), weight=w_near)
+        behaviour_cloning(model, ex, epochs=40, seed=0)
+        return Policy(model).decide(Session(matmul)).kind
+
+    assert first_kind(1.0, 0.01) == "TP" and first_kind(0.01, 1.0) == "T"
