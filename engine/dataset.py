@@ -427,3 +427,74 @@ def measure(paths: list[str], engine, budget: int = 20, methods: tuple[str, ...]
             except EngineError:  # the baseline fails: nothing to learn from this program
                 break
     return made
+
+
+# ----------------------------------------------------------------------------------------------
+# Measurement files: a cache's rows carried to another checkout or machine (one writer, one reader)
+MEASUREMENTS_FORMAT = "mlir-rl-tui measurements 1"
+MAX_MEASUREMENT_ROWS = 1_000_000
+
+
+def export_measurements(cache, path: str, programs: set[str] | None = None, machine: str | None = None) -> int:
+    """Write the cache's intact rows (of these program sha256s, of `machine`; None: all) to `path`, gzipped
+    JSON lines after a header line; returns the rows written. `import_measurements` reads it back."""
+    import gzip
+
+    from mlir_rl_tui.engine.cache import ENGINE_VERSION
+
+    rows = sorted(cache.entries(machine, programs), key=lambda r: r[:3])
+    with gzip.open(path, "wt", encoding="utf-8") as f:
+        f.write(json.dumps({"format": MEASUREMENTS_FORMAT, "engine_version": ENGINE_VERSION, "rows": len(rows)})
+                + "\n")
+        for sha, schedule, mach, result in rows:
+            f.write(json.dumps({"program": sha, "schedule": schedule, "machine": mach, "result": result},
+                               sort_keys=True) + "\n")
+    return len(rows)
+
+
+def import_measurements(cache, path: str, as_machine: str | None = None) -> tuple[int, int, int]:
+    """Put the rows of a measurement file into the cache: (imported, already there, refused). A row the
+    cache already has for its key is kept as it is (this machine's own measurement wins); a row that is not
+    a measurement this engine stores (fields, status, times), or whose schedule does not parse, is refused.
+    `as_machine`: every row is filed under this machine fingerprint instead of its own (timings of another
+    machine of the same kind used as this one's: the caller says so); rows of another engine version are
+    refused then, since their times belong to another pipeline."""
+    import gzip
+    import zlib
+
+    from mlir_rl_tui.engine.cache import ENGINE_VERSION
+    from mlir_rl_tui.engine.engine import Measurement
+    from mlir_rl_tui.engine.schedule import parse
+
+    try:
+        with gzip.open(path, "rt", encoding="utf-8") as f:
+            header = json.loads(f.readline() or "null")
+            if not isinstance(header, dict) or header.get("format") != MEASUREMENTS_FORMAT:
+                raise EngineError(f"{path}: not a measurement file (its first line is not a "
+                                  f"{MEASUREMENTS_FORMAT!r} header)")
+            if as_machine is not None and header.get("engine_version") != ENGINE_VERSION:
+                raise EngineError(f"{path}: measured with engine version {header.get('engine_version')}, this is "
+                                  f"{ENGINE_VERSION}: its times cannot stand for this machine's")
+            new = old = bad = 0
+            for n, line in enumerate(f):
+                if n >= MAX_MEASUREMENT_ROWS:
+                    raise EngineError(f"{path}: more than {MAX_MEASUREMENT_ROWS} rows")
+                try:
+                    row = json.loads(line)
+                    sha, text, mach, result = row["program"], row["schedule"], row["machine"], row["result"]
+                    if not all(isinstance(x, str) for x in (sha, text, mach)) or len(sha) != 64:
+                        raise ValueError("key")
+                    Measurement.from_record(result)
+                    parse(text)
+                except (ValueError, KeyError, TypeError, AttributeError, EngineError):
+                    bad += 1
+                    continue
+                mach = as_machine or mach
+                if cache.get(sha, text, mach) is not None:
+                    old += 1
+                    continue
+                cache.put(sha, text, mach, result)
+                new += 1
+    except (OSError, EOFError, zlib.error, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise EngineError(f"{path}: cannot read the measurement file ({type(e).__name__}: {e})") from None
+    return new, old, bad

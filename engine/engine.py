@@ -125,6 +125,12 @@ class Measurement:
         return penalty
 
 
+def machine_key(runtime: tuple[str, str] | None = None) -> str:
+    """The machine part of a cache key: the fingerprint and the parallel runtime the kernels run on."""
+    rt = runtime if runtime is not None else parallel_runtime()
+    return machine_fingerprint() + "-" + (rt[0] if rt else "serial")
+
+
 class Engine:
     """Measures schedules for the app, search, the env and training through one worker pool and cache."""
 
@@ -138,7 +144,7 @@ class Engine:
         self.cache: Cache | None = Cache() if cache is True else (cache if isinstance(cache, Cache) else None)
         self.pool = WorkerPool(workers or config.workers, config.memory_limit_bytes, config.worker_nice)
         self.runtime = parallel_runtime()  # ("openmp"|"async", library) or None
-        self.machine = machine_fingerprint() + "-" + (self.runtime[0] if self.runtime else "serial")
+        self.machine = machine_key(self.runtime)
         self.openmp = self.runtime is not None  # TP is masked without a parallel runtime
         self._lock = threading.Lock()
         # engines sharing a cache folder share the timing locks (engine.worker._flock)

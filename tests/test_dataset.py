@@ -92,3 +92,46 @@ def test_one_manifest_reader_for_generated_and_hand_written_manifests(tmp_path):
     assert program_paths(str(man)) == [e["abspath"] for e in entries]
     assert program_paths(str(tmp_path), "train") == [str(tmp_path / "a.mlir"), str(tmp_path / "b.mlir")]
     assert program_paths(str(man), "eval") == [str(tmp_path / "a.mlir"), "/abs/c.mlir"]
+
+
+def test_measurements_travel_to_another_cache_and_back(engine, add, tmp_path, monkeypatch, capsys):
+    """dataset export writes a program's cache rows; dataset import puts them into another cache (keeping
+    that cache's own rows, refusing what is not a measurement) and, with --as-this-machine, files them under
+    this machine; a damaged file is one line naming the cause."""
+    import gzip
+
+    from mlir_rl_tui.commands import main
+    from mlir_rl_tui.engine import parse
+    from mlir_rl_tui.engine.cache import Cache
+    from mlir_rl_tui.engine.engine import Measurement, machine_key
+
+    m = engine.measure(add, parse("op0: T(1,64) V"))
+    assert m.ok and engine.machine == machine_key()
+    src = Cache(str(tmp_path / "src" / "measurements.sqlite"))
+    src.put(add.sha256, "op0: T(1,64) V", "other-machine", m.to_record())
+    src.put(add.sha256, "op0: V", "other-machine", {"status": "ok", "speedup": 3.0})  # not a stored measurement
+    src.put("f" * 64, "op0: V", "other-machine", m.to_record())  # another program: not exported
+    f = str(tmp_path / "m.jsonl.gz")
+    assert ds.export_measurements(src, f, {add.sha256}) == 2
+
+    monkeypatch.setenv("MLIR_RL_TUI_CACHE", str(tmp_path / "dst"))
+    assert main(["dataset", "import", f]) == 0
+    out = capsys.readouterr().out
+    assert "1 measurements imported" in out and "1 refused" in out
+    dst = Cache()
+    got = dst.get(add.sha256, "op0: T(1,64) V", "other-machine", parse=Measurement.from_record)
+    assert got is not None and got.speedup == m.speedup
+    assert dst.get(add.sha256, "op0: V", "other-machine") is None
+    assert main(["dataset", "import", f, "--as-this-machine"]) == 0
+    assert dst.get(add.sha256, "op0: T(1,64) V", machine_key(), parse=Measurement.from_record) is not None
+    assert main(["dataset", "import", f]) == 0
+    assert "0 measurements imported" in capsys.readouterr().out
+
+    with gzip.open(f, "wt") as out:  # another engine version's timings cannot stand for this machine's
+        out.write(json.dumps({"format": ds.MEASUREMENTS_FORMAT, "engine_version": "0", "rows": 0}) + "\n")
+    assert main(["dataset", "import", f, "--as-this-machine"]) == 2
+    assert "engine version 0" in capsys.readouterr().err
+    (tmp_path / "bad.gz").write_bytes(b"not gzip")
+    assert main(["dataset", "import", str(tmp_path / "bad.gz")]) == 2
+    err = capsys.readouterr().err
+    assert "cannot read the measurement file" in err and err.count("\n") == 1

@@ -27,6 +27,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="comma-separated search methods run on each program (default random,hill)")
     m.add_argument("--seed", type=int, default=0)
     m.add_argument("--runs", type=int, default=3, help="timing rounds per measurement (default 3: cheap data)")
+    e = sub.add_parser("export", help="write the cache's measurements of some programs to a file (dataset import reads it)")
+    e.add_argument("file", metavar="FILE", help="the measurement file to write (gzipped JSON lines)")
+    e.add_argument("--programs", nargs="+", required=True, metavar="DIR|FILE",
+                   help="engine.dataset folders, folders of .mlir files and .mlir files whose rows to write")
+    i = sub.add_parser("import", help="put a measurement file's rows into the cache (the cache's own rows win)")
+    i.add_argument("file", metavar="FILE", help="a file written by dataset export")
+    i.add_argument("--as-this-machine", action="store_true",
+                   help="file every row under this machine's fingerprint (timings of another machine of the same "
+                        "kind and engine version taken as this one's)")
     p.set_defaults(usage_help=p.print_help)  # `mlir-rl-tui dataset` alone: its help, status 2
 
 
@@ -36,6 +45,8 @@ def run(args: argparse.Namespace) -> int:
 
     if args.dataset_command == "measure":
         return run_measure(args)
+    if args.dataset_command in ("export", "import"):
+        return run_transfer(args)
     if args.dataset_command != "generate":
         args.usage_help()
         return 2
@@ -100,4 +111,24 @@ def run_measure(args: argparse.Namespace) -> int:
         cached = len(eng.cache) if eng.cache is not None else 0
     print(f"{sum(made.values())} measurements on {len(paths)} programs ({sum(1 for v in made.values() if v)} "
           f"measured), cache now {cached} rows, {time.monotonic() - start:.1f} s")
+    return 0
+
+
+def run_transfer(args: argparse.Namespace) -> int:
+    """`dataset export FILE --programs ...` / `dataset import FILE`: measurements carried between caches."""
+    from mlir_rl_tui.engine import dataset, load_file
+    from mlir_rl_tui.engine.cache import Cache
+    from mlir_rl_tui.engine.engine import machine_key
+
+    cache = Cache()
+    if not cache.usable:
+        raise CliError(f"the measurement cache {cache.folder} cannot be used")
+    if args.dataset_command == "export":
+        shas = {load_file(p).sha256 for p in program_paths(args.programs)}
+        n = dataset.export_measurements(cache, args.file, shas)
+        print(f"{args.file}: {n} measurements of {len(shas)} programs")
+        return 0
+    new, old, bad = dataset.import_measurements(cache, args.file, machine_key() if args.as_this_machine else None)
+    print(f"{args.file}: {new} measurements imported into {cache.folder}, {old} already there"
+          + (f", {bad} refused (not a measurement this engine stores)" if bad else ""))
     return 0
