@@ -85,6 +85,21 @@ def examples_from_trace(path: str, programs: list[Program] | None = None) -> lis
     return out
 
 
+def mean_log_likelihood(model: ActorCritic, examples: list[Example]) -> float:
+    """Mean log-probability per decision of the examples' actions under `model` (how predictable a schedule is
+    to it): `agent.recipes` chooses, among a search's near-best schedules, the one its cloned policy finds most
+    likely."""
+    if not examples:
+        return 0.0
+    obs = torch.from_numpy(np.stack([e.obs for e in examples]))
+    masks = stack_masks([e.masks for e in examples])
+    actions = torch.from_numpy(np.stack([e.action for e in examples]))
+    with torch.no_grad():
+        logits, _ = model(obs)
+        lp, _ = evaluate_actions(distribution(logits, masks), masks, actions)
+    return float(lp.mean())
+
+
 def behaviour_cloning(model: ActorCritic, examples: list[Example], epochs: int = 100, lr: float = 1e-3,
                       batch_size: int = 32, vf_coef: float = 0.5, seed: int = 0, log=None) -> list[float]:
     """Minimise -log pi(a|s) (summed over the heads the action uses) + vf_coef * value error, each decision

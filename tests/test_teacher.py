@@ -75,3 +75,25 @@ def test_runners_up_within_the_ratio_are_imitated_with_advantage_weights(tmp_pat
         return Policy(model).decide(Session(matmul)).kind
 
     assert first_kind(1.0, 0.01) == "TP" and first_kind(0.01, 1.0) == "T"
+
+
+def test_choose_by_imitates_the_near_best_schedule_a_cloned_policy_finds_most_likely(tmp_path, matmul):
+    """recipes.consistent_targets: per program one demonstration, the one the given policy predicts best
+    (mean log-probability per decision), weight 1; it counts the programs that left the search's best."""
+    from mlir_rl_tui.agent.bc import behaviour_cloning, examples_from_schedule, mean_log_likelihood
+    from mlir_rl_tui.agent.policy import ActorCritic, save
+    from mlir_rl_tui.agent.recipes import consistent_targets
+    from mlir_rl_tui.engine import parse
+
+    best, near = "op0: TP(32,32,0) T(8,32,1) V; op1: T(4,0) V", "op0: T(32,32,0) T(8,32,1) V; op1: T(4,0) V"
+    demos = [[(parse(best), 80.0, 1.0), (parse(near), 76.0, 0.36)]]
+    for taught, expect_changed in ((near, 1), (best, 0)):
+        model = ActorCritic()
+        behaviour_cloning(model, examples_from_schedule(matmul, parse(taught)), epochs=30, seed=0)
+        path = str(tmp_path / "p.pt")
+        save(model, path, half=False)
+        lls = {t: mean_log_likelihood(model, examples_from_schedule(matmul, parse(t))) for t in (best, near)}
+        assert lls[taught] > lls[best if taught == near else near]
+        chosen, changed = consistent_targets([matmul], demos, path)
+        assert [(str(s), sp, w) for s, sp, w in chosen[0]] == [(taught, 80.0 if taught == best else 76.0, 1.0)]
+        assert changed == expect_changed
