@@ -35,6 +35,11 @@ each: about 20 s per generated program, 25-45 s per block); a replay of all 230 
 5,463 decisions for 50 epochs 6.6 minutes. Time grows with programs x budget (teacher) and decisions x
 epochs (cloning). A quick check of the whole pipeline: --n 2 --limit 1 --budget 2 --bc-epochs 1
 --exclude (about a minute).
+
+The shipped weights (2026-11-25) are this recipe's, with the teacher measured again on a new machine (4,359 s
+for the 230 programs, cloning 13 minutes); its measurements are in data/ (`mlir-rl-tui dataset import
+data/measurements-engine8.jsonl.gz --as-this-machine` on the same kind of machine, and the teacher replays).
+`--demos` and `--choose-by` lost to it on validation programs (docs/agent-training.md).
 """
 
 from __future__ import annotations
