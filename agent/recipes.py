@@ -190,12 +190,11 @@ def consistent_targets(train: list, demos: list[list[tuple]], policy_path: str) 
 
     The targets of near-equal ops in different programs are different draws among schedules whose timings
     overlap (hill climbing's best is one of them): imitated as found, they contradict each other and the cloned
-    policy is a compromise (seen: the shipped policy tiles the evaluation blocks' 4-D batch-norm ops with T
-    where 109 of 148 of the training blocks' such ops have TP). Choosing among schedules within --demo-ratio
+    policy is a compromise (seen: the policy shipped before 2026-11-25 tiles the evaluation blocks' 4-D batch-norm
+    ops with T where 109 of 173 of the training blocks' such ops have TP). Choosing among schedules within --demo-ratio
     the one a cloned policy predicts best keeps the targets near-best and makes them agree."""
     from mlir_rl_tui.agent import bc, expert
     from mlir_rl_tui.agent.policy import load
-    from mlir_rl_tui.engine import to_text
     from mlir_rl_tui.engine.errors import EngineError
 
     model, _ = load(policy_path)
@@ -209,11 +208,11 @@ def consistent_targets(train: list, demos: list[list[tuple]], policy_path: str) 
                 ll = bc.mean_log_likelihood(model, bc.examples_from_schedule(prog, fit))
             except EngineError:
                 continue
-            scored.append((ll, -n_demo, sched, sp, to_text(fit)))
+            scored.append((ll, -n_demo, sched, sp))
         if not scored:
             out.append(program_demos[:1])
             continue
-        ll, neg_n, sched, sp, _ = max(scored, key=lambda x: (x[0], x[1]))
+        _ll, neg_n, sched, sp = max(scored, key=lambda x: (x[0], x[1]))
         changed += neg_n != 0
         out.append([(sched, sp, 1.0)])
     return out, changed
