@@ -85,15 +85,20 @@ def examples_from_trace(path: str, programs: list[Program] | None = None) -> lis
     return out
 
 
+def _batch(examples: list[Example]) -> tuple[torch.Tensor, dict[str, torch.Tensor], torch.Tensor]:
+    """Observations, masks per head and actions of the examples, stacked."""
+    obs = torch.from_numpy(np.stack([e.obs for e in examples]))
+    actions = torch.from_numpy(np.stack([e.action for e in examples]))
+    return obs, stack_masks([e.masks for e in examples]), actions
+
+
 def mean_log_likelihood(model: ActorCritic, examples: list[Example]) -> float:
     """Mean log-probability per decision of the examples' actions under `model` (how predictable a schedule is
     to it): `agent.recipes` chooses, among a search's near-best schedules, the one its cloned policy finds most
     likely."""
     if not examples:
         return 0.0
-    obs = torch.from_numpy(np.stack([e.obs for e in examples]))
-    masks = stack_masks([e.masks for e in examples])
-    actions = torch.from_numpy(np.stack([e.action for e in examples]))
+    obs, masks, actions = _batch(examples)
     with torch.no_grad():
         logits, _ = model(obs)
         lp, _ = evaluate_actions(distribution(logits, masks), masks, actions)
@@ -106,9 +111,7 @@ def behaviour_cloning(model: ActorCritic, examples: list[Example], epochs: int =
     weighted by its example's weight (weighted means over a mini-batch; all 1: plain behaviour cloning)."""
     torch.manual_seed(seed)
     rng = np.random.default_rng(seed)
-    obs = torch.from_numpy(np.stack([e.obs for e in examples]))
-    masks = stack_masks([e.masks for e in examples])
-    actions = torch.from_numpy(np.stack([e.action for e in examples]))
+    obs, masks, actions = _batch(examples)
     has_v = torch.tensor([e.value is not None for e in examples])
     values = torch.tensor([e.value or 0.0 for e in examples], dtype=torch.float32)
     weights = torch.tensor([e.weight for e in examples], dtype=torch.float32)
