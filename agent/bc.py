@@ -106,9 +106,11 @@ def mean_log_likelihood(model: ActorCritic, examples: list[Example]) -> float:
 
 
 def behaviour_cloning(model: ActorCritic, examples: list[Example], epochs: int = 100, lr: float = 1e-3,
-                      batch_size: int = 32, vf_coef: float = 0.5, seed: int = 0, log=None) -> list[float]:
+                      batch_size: int = 32, vf_coef: float = 0.5, seed: int = 0, log=None,
+                      lr_end: float | None = None) -> list[float]:
     """Minimise -log pi(a|s) (summed over the heads the action uses) + vf_coef * value error, each decision
-    weighted by its example's weight (weighted means over a mini-batch; all 1: plain behaviour cloning)."""
+    weighted by its example's weight (weighted means over a mini-batch; all 1: plain behaviour cloning).
+    `lr_end`: the learning rate decays from `lr` to it along a cosine over the epochs (None: constant)."""
     torch.manual_seed(seed)
     rng = np.random.default_rng(seed)
     obs, masks, actions = _batch(examples)
@@ -116,6 +118,7 @@ def behaviour_cloning(model: ActorCritic, examples: list[Example], epochs: int =
     values = torch.tensor([e.value or 0.0 for e in examples], dtype=torch.float32)
     weights = torch.tensor([e.weight for e in examples], dtype=torch.float32)
     opt = optim.Adam(model.parameters(), lr=lr)
+    decay = optim.lr_scheduler.CosineAnnealingLR(opt, epochs, eta_min=lr_end) if lr_end is not None else None
     losses = []
     for ep in range(epochs):
         order = torch.from_numpy(rng.permutation(len(examples)))
@@ -136,6 +139,8 @@ def behaviour_cloning(model: ActorCritic, examples: list[Example], epochs: int =
             opt.step()
             tot += float(loss.detach()) * len(mb)
         losses.append(tot / len(examples))
+        if decay is not None:
+            decay.step()
         if log:
             log(ep + 1, losses[-1])
     return losses

@@ -39,7 +39,8 @@ epochs (cloning). A quick check of the whole pipeline: --n 2 --limit 1 --budget 
 The shipped weights (2026-11-25) are this recipe's, with the teacher measured again on a new machine (4,359 s
 for the 230 programs, cloning 13 minutes); its measurements are in data/ (`mlir-rl-tui dataset import
 data/measurements-engine8.jsonl.gz --as-this-machine` on the same kind of machine, and the teacher replays).
-`--demos` and `--choose-by` lost to it on validation programs (docs/agent-training.md).
+`--demos`, `--choose-by` and `--confirm` (the teacher's best and runners-up timed again side by side) lost
+to it on validation programs (docs/agent-training.md).
 """
 
 from __future__ import annotations
@@ -106,9 +107,17 @@ class DefaultRecipe:
     """(with --demos) imitate per program only the one of its demonstrations this policy checkpoint finds most
     likely (mean log-probability per decision; e.g. the bc.pt of the same recipe without it): among
     schedules within --demo-ratio of the best, the one consistent with the other programs' targets"""
+    confirm: int = 0
+    """(hill teacher) the search's best and up to CONFIRM-1 runners-up within --demo-ratio of it are measured
+    again, fresh and interleaved, --confirm-rounds times; the target is the one with the fastest median (NT on
+    every op when that is under --keep-baseline). 0: the best as found"""
+    confirm_rounds: int = 3
+    """(with --confirm) rounds of the fresh, interleaved measurements"""
     bc_epochs: int = 60
     bc_lr: float = 1e-3
     """behaviour-cloning learning rate"""
+    bc_lr_end: float | None = None
+    """the cloning learning rate decays along a cosine to this by the last epoch (default: constant)"""
     iterations: int = 0
     programs_per_batch: int = 64
     learning_rate: float = 1e-4
@@ -290,6 +299,16 @@ def train_default(r: DefaultRecipe, log: Callable[[str], None] = print,
             sched, sp, n, why = expert.imitation_target(eng, prog, res.schedule, res.best, r.keep_baseline,
                                                         r.tolerance)
             made["targets"] += n
+            if r.confirm > 1 and len(sched) > 0:
+                cands = expert.demonstrations(eng, prog, sched, sp, r.confirm, r.demo_ratio)
+                ranked = expert.confirmed(eng, prog, [c[0] for c in cands], r.confirm_rounds)
+                made["targets"] += len(cands) * r.confirm_rounds
+                was = to_text(sched)
+                sched, sp, runs = ranked[0]
+                why += (f"; confirmed {sp:.2f}x ({min(runs):.2f}-{max(runs):.2f}) over {len(cands)}: "
+                        + ("the best" if to_text(sched) == was else "a runner-up"))
+                if sp < r.keep_baseline:
+                    sched, why = Schedule({}), why + f" < {r.keep_baseline}x: keep the baseline"
             target_by[i] = (sched, sp)
             if r.demos > 1 and len(sched) > 0:  # runners-up of a search that beat the baseline
                 demos_by[i] = expert.demonstrations(eng, prog, sched, sp, r.demos, r.demo_ratio,
@@ -331,7 +350,7 @@ def train_default(r: DefaultRecipe, log: Callable[[str], None] = print,
         "the baseline)")
     model = ActorCritic()
     bc_rows: list[tuple[int, float]] = []
-    bc.behaviour_cloning(model, examples, r.bc_epochs, lr=r.bc_lr, seed=r.seed,
+    bc.behaviour_cloning(model, examples, r.bc_epochs, lr=r.bc_lr, seed=r.seed, lr_end=r.bc_lr_end,
                          log=lambda ep, loss: (bc_rows.append((ep, loss)), say(f"BC epoch {ep}: {loss:.3f}")))
     bc_path = os.path.join(r.out, "bc.pt")
     save(model, bc_path, {"trained_by": "bc", "examples": len(examples), "epochs": r.bc_epochs})
@@ -382,7 +401,8 @@ def train_default(r: DefaultRecipe, log: Callable[[str], None] = print,
         "keep_baseline": r.keep_baseline, "tolerance": r.tolerance, "programs_keeping_baseline": n_nt,
         "demos": r.demos, "demo_ratio": r.demo_ratio, "demo_temperature": r.demo_temperature,
         "demo_schedules": n_demos, "choose_by": r.choose_by,
-        "bc_decisions": len(examples), "bc_epochs": r.bc_epochs, "bc_lr": r.bc_lr,
+        "confirm": r.confirm, "confirm_rounds": r.confirm_rounds,
+        "bc_decisions": len(examples), "bc_epochs": r.bc_epochs, "bc_lr": r.bc_lr, "bc_lr_end": r.bc_lr_end,
         "bc_loss": [bc_rows[0][1], bc_rows[-1][1]] if bc_rows else None,
         "ppo": {k: v for k, v in vars(ppo_args).items() if k != "programs"} if ppo_args else None,
         "greedy_train_gmean": scores, "shipped": chosen, "chosen_on": "training programs (greedy, one pass)",

@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass, field, fields
 from mlir_rl_tui.engine.cache import Cache, machine_fingerprint
 from mlir_rl_tui.engine.compile import parallel_runtime
 from mlir_rl_tui.engine.config import DEFAULT_LIMITS, DEFAULT_MEASURE, Limits, MeasureConfig
+from mlir_rl_tui.engine.contention import HANDOFF_PROGRAM, HANDOFF_SCHEDULE
 from mlir_rl_tui.engine.mask import check_schedule
 from mlir_rl_tui.engine.pool import Cancelled, WorkerDied, WorkerPool, WorkerTimeout
 from mlir_rl_tui.engine.program import Program, TensorSpec, sha256_text
@@ -21,7 +22,8 @@ from mlir_rl_tui.engine.transforms import script, uses_parallel
 
 STATUSES = ("ok", "transform-error", "compile-error", "crash", "timeout", "wrong-result", "cancelled")
 #: Fields of a Measurement the cache does not store (Measurement.to_record)
-_NOT_STORED = ("cached", "transformed_ir", "gflops", "peak_fraction", "bound")
+_NOT_STORED = ("cached", "transformed_ir", "gflops", "peak_fraction", "bound", "foreign_cores", "contended",
+               "handoff_us")
 
 
 @dataclass
@@ -52,6 +54,13 @@ class Measurement:
     times_ms: list[float] = field(default_factory=list)  # median of each timing round
     stages_ms: dict[str, float] = field(default_factory=dict)
     transformed_ir: str | None = None
+    # cores other processes used during the timing (engine.contention; None: cached, or no /proc/stat), and
+    # whether that was more than the kernel left free after every retry: its time is not this kernel's alone
+    foreign_cores: float | None = None
+    contended: bool = False
+    # a parallel kernel's: the hand-off probe's median time around its timing (engine.contention), in us:
+    # what a fork and join cost at that moment on this machine
+    handoff_us: float | None = None
 
     @property
     def ok(self) -> bool:
@@ -153,6 +162,7 @@ class Engine:
         self._cpu_lockfile = os.path.join(lockdir, f"cpu-{os.getuid()}.lock")
         self.evaluated = 0  # measurements really made (not from the cache)
         self._peaks: Peaks | None | bool = None  # False: could not be measured
+        self._handoff_req: dict | None | bool = None  # False: the probe could not be built
 
     # ------------------------------------------------------------------------------------------
     def baseline(self, program: Program, on_progress: Callable | None = None,
@@ -208,7 +218,8 @@ class Engine:
             widen(m, abs(math.log(m.baseline_ms / base.time_ms)))
         # a disagreement with PyTorch's reference depends on a file beside the program, not in the cache's key
         against_torch = m.status == "wrong-result" and "PyTorch" in (m.error or "")
-        if use_cache and self.cache is not None and not against_torch:
+        # a contended timing is not stored: measured again, it may get the cores it needs
+        if use_cache and self.cache is not None and not against_torch and not m.contended:
             self.cache.put(program.sha256, text, self.machine, m.to_record())
         return m
 
@@ -330,6 +341,25 @@ class Engine:
         return self
 
     # ------------------------------------------------------------------------------------------
+    def _handoff(self) -> dict | None:
+        """The hand-off probe (engine.contention) as a request's "handoff" entry, built once."""
+        with self._lock:
+            if self._handoff_req is None:
+                from mlir_rl_tui.engine.errors import EngineError
+                from mlir_rl_tui.engine.loader import load_text
+                from mlir_rl_tui.engine.schedule import parse
+
+                try:
+                    prog = load_text(HANDOFF_PROGRAM, "<hand-off probe>")
+                    self._handoff_req = {
+                        "program": prog.text, "sha256": prog.sha256, "func": prog.func_name,
+                        "script": script(prog, parse(HANDOFF_SCHEDULE), self.limits),
+                        "args": [[list(a.shape), a.dtype] for a in prog.args],
+                        "result": [list(prog.results[0].shape), prog.results[0].dtype]}
+                except EngineError:
+                    self._handoff_req = False
+            return self._handoff_req or None
+
     def _request(self, program: Program, body: str | None, parallel: bool, **kw) -> dict:
         c = self.config
         return {
@@ -348,6 +378,8 @@ class Engine:
         if base is not None and base.time_ms:
             limit = max(c.timeout_factor * base.time_ms / 1e3, c.timeout_floor_s)
         req = self._request(program, body, parallel, run_limit_s=limit)
+        if parallel:
+            req["handoff"] = self._handoff()
         # The worker's watchdog stops a run at `limit` (engine.watchdog). This is the backstop for a
         # worker that does not answer at all, counted from its last progress event: a round is at most
         # 3 runs just under the limit, plus a baseline round (its runs are a tenth of the limit).
@@ -370,7 +402,8 @@ class Engine:
                            error=res.get("error", ""), time_ci_ms=res.get("time_ci_ms"),
                            baseline_ms=res.get("paired_baseline_ms"), baseline_ci_ms=res.get("paired_baseline_ci_ms"),
                            speedup_ci=res.get("speedup_rel_ci"), runs=res.get("runs", 0), times_ms=res.get("times_ms", []),
-                           stages_ms=res.get("stages_ms", {}))
+                           stages_ms=res.get("stages_ms", {}), foreign_cores=res.get("foreign_cores"),
+                           contended=bool(res.get("contended")), handoff_us=res.get("handoff_us"))
 
 
 def torch_reference(program: Program) -> str | None:

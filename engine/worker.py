@@ -23,6 +23,7 @@ from contextlib import contextmanager
 
 import numpy as np
 
+from mlir_rl_tui.engine.contention import HANDOFF_RUNS, Watch, contended
 from mlir_rl_tui.engine.watchdog import Watchdog
 
 #: Guards the protocol stream: the watchdog thread may answer too (engine.watchdog).
@@ -146,6 +147,12 @@ def _pinned():
                 pass
 
 
+#: Times a timing is repeated (after 0.1, 0.2, 0.4 s) while other processes use a core the kernel needs
+#: (engine.contention); the last one is reported, marked contended if it still was.
+CONTENTION_RETRIES = 3
+#: The cores this worker may use, read before OpenMP binds its first thread to core 0 (KMP_AFFINITY).
+_CORES = len(os.sched_getaffinity(0))
+
 #: Copies of the arguments the timing rotates through (engine.compile.Compiled.bind), for programs whose
 #: arguments take at most PLACEMENT_BYTES.
 PLACEMENTS = 3
@@ -176,6 +183,37 @@ def _timed_call(compiled, watch: Callable[[], None] | None = None,
         return t
 
     return call
+
+
+_HANDOFF: dict[str, object] = {}  # sha256 of the hand-off probe -> its compiled kernel (None: it did not compile)
+
+
+def _handoff_kernel(req: dict):
+    """The hand-off probe of a parallel request (engine.contention), compiled once per worker."""
+    from mlir_rl_tui.engine.compile import StageError, Stages, compile_module, random_inputs
+    from mlir_rl_tui.engine.program import TensorSpec
+
+    h = req.get("handoff")
+    if not h:
+        return None
+    if h["sha256"] not in _HANDOFF:
+        specs = [TensorSpec(tuple(a), d) for a, d in h["args"]]
+        try:
+            compiled, _ = compile_module(h["program"], h["script"], True, h["func"], specs,
+                                         TensorSpec(tuple(h["result"][0]), h["result"][1]), Stages())
+            compiled.bind(random_inputs(specs, 0))
+        except StageError:
+            compiled = None
+        _HANDOFF[h["sha256"]] = compiled
+    return _HANDOFF[h["sha256"]]
+
+
+def _handoff_us(compiled) -> list[float]:
+    """HANDOFF_RUNS runs of the hand-off probe, in us (nothing without one)."""
+    if compiled is None:
+        return []
+    call = _timed_call(compiled)
+    return [call() * 1e3 for _ in range(HANDOFF_RUNS)]
 
 
 def handle(req: dict, out, baselines: _Baselines, watchdog: Watchdog | None = None) -> dict:
@@ -304,23 +342,36 @@ def handle(req: dict, out, baselines: _Baselines, watchdog: Watchdog | None = No
     # then has every core to itself.
     with _flock(req.get("cpu_lock"), fcntl.LOCK_SH):
         prepared = prepare()
+        probe = _handoff_kernel(req) if not isinstance(prepared, dict) and req["parallel"] else None
     if isinstance(prepared, dict):
         return prepared
     compiled, first, base, extra = prepared
     cfg = TimingConfig(**req.get("timing", {}))
     cpu = req.get("cpu_lock") if req.get("exclusive", True) or req["parallel"] else None
-    with _flock(req.get("lock")), _flock(cpu), _pinned(), _spinning(compiled, req["parallel"]):
-        timed = time_kernel(_timed_call(compiled, watch, unwatch), first * 1e3, cfg,
-                            _timed_call(base.compiled) if base else None, base.first_ms if base else 0.0,
-                            limit_ms=limit * 1e3 if limit else None,
-                            on_round=lambda i, n: phase("run", i, n), place=_placer(compiled, base))
+    for attempt in range(CONTENTION_RETRIES + 1):  # timed again while other processes took a needed core
+        if attempt:
+            time.sleep(0.1 * 2 ** (attempt - 1))
+        with _flock(req.get("lock")), _flock(cpu), _pinned(), _spinning(compiled, req["parallel"]):
+            seen = Watch.start()
+            handoff = _handoff_us(probe)
+            timed = time_kernel(_timed_call(compiled, watch, unwatch), first * 1e3, cfg,
+                                _timed_call(base.compiled) if base else None, base.first_ms if base else 0.0,
+                                limit_ms=limit * 1e3 if limit else None,
+                                on_round=lambda i, n: phase("run", i, n), place=_placer(compiled, base))
+            handoff += _handoff_us(probe)
+            foreign = seen.foreign_cores()
+        busy = contended(foreign, req["parallel"], _CORES)
+        if not busy or timed.timeout_run is not None:
+            break
     rounds = timed.candidate.samples
     if timed.timeout_run is not None:
         return result("timeout", error=f"a run took {timed.timeout_run / 1e3:.2f} s, over the {limit:.2f} s "
                                        "limit", times_ms=rounds, **extra)
     t, lo, hi = timed.candidate.estimate()
     res = {"time_ms": t, "time_ci_ms": [lo, hi], "times_ms": rounds, "runs": timed.candidate.runs,
-           "typical_ms": timed.candidate.typical_ms, "stopped": timed.stopped}
+           "typical_ms": timed.candidate.typical_ms, "stopped": timed.stopped,
+           "foreign_cores": foreign, "contended": busy,
+           "handoff_us": sorted(handoff)[len(handoff) // 2] if handoff else None}
     if timed.baseline is not None:
         b, blo, bhi = timed.baseline.estimate()
         rlo, rhi = timed.speedup_rel_ci()

@@ -154,3 +154,30 @@ def test_per_op_profile_covers_every_op_and_finds_the_matmul(engine):
     assert abs(sum(g["share"] for g in groups) - 1.0) < 1e-6
     top = max(groups, key=lambda g: g["share"])
     assert top["ops"] == ["op2"] and top["share"] > 0.8  # the untransformed matmul dominates
+
+
+def test_a_timing_beside_a_busy_process_is_repeated_flagged_and_not_cached(engine, matmul):
+    """engine.contention: another process keeping a core busy (outside the engine's locks) makes a parallel
+    kernel about 2x slower in every round; the worker sees the others' CPU time, times again, and reports
+    what is left as contended (not stored, so a later measurement gets the cores). A serial kernel pinned
+    to its core is not contended by one busy core of two. A parallel kernel's figure comes with what the
+    hand-off probe took around it."""
+    import subprocess
+    import sys
+
+    if not engine.openmp:
+        pytest.skip("no parallel runtime: TP is masked")
+    sched = parse("op0: TP(32,32,0) T(8,32,1) V; op1: T(4,0) V")
+    calm = engine.measure(matmul, sched, use_cache=False)
+    assert calm.ok and calm.foreign_cores is not None
+    assert 0 < calm.handoff_us < calm.time_ms * 1e3  # the probe's fork and join, around the timing
+    hog = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        busy = engine.measure(matmul, sched)
+        serial = engine.measure(matmul, parse("op0: T(32,32,0) T(8,32,1) V; op1: T(4,0) V"), use_cache=False)
+    finally:
+        hog.kill()
+        hog.wait()
+    assert busy.ok and busy.contended and busy.foreign_cores > 0.5
+    assert engine.cache.get(matmul.sha256, "op0: TP(32,32,0) T(8,32,1) V; op1: T(4,0) V", engine.machine) is None
+    assert serial.ok and not serial.contended and serial.handoff_us is None

@@ -97,3 +97,20 @@ def test_choose_by_imitates_the_near_best_schedule_a_cloned_policy_finds_most_li
         chosen, changed = consistent_targets([matmul], demos, path)
         assert [(str(s), sp, w) for s, sp, w in chosen[0]] == [(taught, 80.0 if taught == best else 76.0, 1.0)]
         assert changed == expect_changed
+
+
+def test_confirmed_times_the_candidates_again_side_by_side_and_ranks_them_by_median(engine, matmul):
+    """expert.confirmed (train --recipe default --confirm K): fresh measurements (the engine counts each as
+    made), `rounds` runs each, fastest median first."""
+    from mlir_rl_tui.agent.expert import confirmed
+    from mlir_rl_tui.engine import Schedule, parse
+
+    tiled = parse("op0: TP(32,32,0) T(8,32,1) V; op1: T(4,0) V")
+    engine.measure(matmul, tiled)  # in the cache now: confirmed does not take it from there
+    made = engine.evaluated
+    ranked = confirmed(engine, matmul, [Schedule({}), tiled], rounds=2)
+    assert engine.evaluated - made == 4  # each schedule twice, none from the cache
+    assert [to_text(s) for s, _, _ in ranked] == [to_text(tiled), ""]
+    assert all(len(runs) == 2 for _, _, runs in ranked)
+    (_, fast, fast_runs), (_, base, base_runs) = ranked
+    assert fast > 10 and 0.5 < base < 2 and min(fast_runs) <= fast <= max(fast_runs)

@@ -86,4 +86,8 @@ def describe(m) -> str:
     if m.peak_fraction is not None:
         what = "FMA peak" if m.bound == "compute" else "bandwidth"
         text += f", {100 * m.peak_fraction:.0f}% of {what} ({m.runtime})"
+    if m.handoff_us is not None:  # engine.contention: what a parallel region's fork and join cost meanwhile
+        text += f", hand-off {m.handoff_us:.2f} us"
+    if m.contended:
+        text += f"; CONTENDED: other processes used {m.foreign_cores:.1f} cores while it was timed (not cached)"
     return text

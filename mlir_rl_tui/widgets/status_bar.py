@@ -38,6 +38,7 @@ class StatusBar(Horizontal):
         self.time_ms: float | None = None
         self.speedup: float | None = None
         self.rel_error: float | None = None
+        self.contended: float | None = None  # other processes' cores during the timing, when too many
         self.peak: tuple[float, str] | None = None  # (fraction of the roofline bound, "compute"|"memory")
         self.runtime: str | None = None  # "openmp" or "async" when the schedule ran in parallel (TP/TF)
         self.status = "idle"
@@ -62,7 +63,9 @@ class StatusBar(Horizontal):
         """Show `m` (None: the schedule is not measured yet)."""
         if m is None or not m.ok:
             self.time_ms = self.speedup = self.rel_error = self.peak = self.runtime = None
+            self.contended = None
         else:
+            self.contended = m.foreign_cores if m.contended else None
             self.time_ms, self.speedup, self.rel_error = m.time_ms, m.speedup, m.rel_error
             self.peak = (m.peak_fraction, m.bound) if m.peak_fraction is not None else None
             self.runtime = m.runtime if m.runtime not in ("", "serial") else None
@@ -103,6 +106,8 @@ class StatusBar(Horizontal):
                                            (" of FMA peak" if bound == "compute" else " of bandwidth", "dim")))
         if self.runtime:
             text.append_text(Text.assemble(("  ", ""), (self.runtime, "dim")))
+        if self.contended is not None:  # engine.contention: the cores were not the kernel's alone
+            text.append_text(Text.assemble(("  ", ""), (f"contended ({self.contended:.1f} cores busy)", "bold yellow")))
         if text.plain != self._numbers:
             # the numbers are sized to their text: a layout only when their width changes
             layout = len(text.plain) != len(self._numbers or "")

@@ -1,0 +1,88 @@
+"""Other processes' CPU time during a timing, and what a parallel region's hand-off costs at that moment.
+
+The engine's locks (engine.worker._flock) keep its own workers apart, but not the caller's Python (a search
+thread building the next schedule, the app drawing), a training run or anything else on the machine. On the
+2-core VM a parallel kernel timed while one other process kept a core busy measures about 2x slower, every
+round alike, so the figure looks trustworthy and is not: 0051's TP schedule 31.7x with one busy-loop
+beside it, 61.9x without; the 1x1 convolution 0002's hill-climbing schedule 1.0x against 1.8x (this was
+the "run-level timing states" of docs/agent-training.md). The kernel's own process cannot tell from its
+times; the kernel of the machine can: all CPUs' busy time (/proc/stat, steal included: the host took the
+core) minus this process's CPU time over the same span is what the others used, in cores.
+
+The second thing that moves parallel timings is outside the machine: with nothing else running, the 1x1
+convolution's parallel kernel took 1.4 us in one minute and 2.6 us in the next (its serial baseline 2.6 us
+in both), following a spin ping-pong between the two cores that took 0.08-0.10 us in one state and 0.5-0.6
+us in the other: where the host places the VM's cores. That cannot be changed from here, only shown (the
+hand-off probe below).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+
+#: Other processes may use this many cores beside a kernel that needs every core (a parallel one) before
+#: its timing counts as contended: /proc/stat counts in ticks (10 ms), a 100 ms timing of 2 cores is
+#: off by a tick or two either way (measured, idle machine: at most 0.12 cores).
+SLACK_CORES = 0.35
+
+
+def _busy_s() -> float | None:
+    """Seconds all CPUs spent not idle since boot (user, nice, system, irq, softirq, steal); None without
+    /proc/stat."""
+    try:
+        with open("/proc/stat") as f:
+            fields = f.readline().split()
+    except OSError:
+        return None
+    if not fields or fields[0] != "cpu" or len(fields) < 9:
+        return None
+    user, nice, system, _idle, _iowait, irq, softirq, steal = map(int, fields[1:9])
+    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
+
+
+@dataclass
+class Watch:
+    """Started before a timing, read after it: `foreign_cores()` is how many cores other processes used
+    meanwhile on average (None where /proc/stat is not there)."""
+
+    wall: float
+    busy: float | None
+    own: float
+
+    @classmethod
+    def start(cls) -> Watch:
+        return cls(time.perf_counter(), _busy_s(), time.process_time())
+
+    def foreign_cores(self) -> float | None:
+        busy = _busy_s()
+        span = time.perf_counter() - self.wall
+        if busy is None or self.busy is None or span <= 0:
+            return None
+        return max(0.0, (busy - self.busy) - (time.process_time() - self.own)) / span
+
+
+def contended(foreign: float | None, parallel: bool, cores: int | None = None) -> bool:
+    """Whether a timing that saw `foreign` cores of other work is not this kernel's alone: a parallel
+    kernel needs every core, a serial one the core it is pinned to (others may use the rest)."""
+    if foreign is None:
+        return False
+    cores = cores or len(os.sched_getaffinity(0))
+    free = 0 if parallel else cores - 1
+    return foreign > free + SLACK_CORES
+
+
+#: The hand-off probe: a parallel kernel with almost nothing to do (one 16-wide row per core), timed in the
+#: same worker and OpenMP runtime right before and after each parallel timing. Its time is what a parallel
+#: region's fork and join cost at that moment, which moves with where the host puts the cores (the module
+#: docstring); beside a kernel's figure it says which state the figure was measured in.
+HANDOFF_PROGRAM = """// the engine's hand-off probe (engine.contention)
+func.func @forward(%arg0: tensor<2x16xf32>, %arg1: tensor<2x16xf32>) -> tensor<2x16xf32> {
+  %0 = tensor.empty() : tensor<2x16xf32>
+  %1 = linalg.add ins(%arg0, %arg1 : tensor<2x16xf32>, tensor<2x16xf32>) outs(%0 : tensor<2x16xf32>) -> tensor<2x16xf32>
+  return %1 : tensor<2x16xf32>
+}
+"""
+HANDOFF_SCHEDULE = "op0: TP(1,16)"
+HANDOFF_RUNS = 200
