@@ -171,13 +171,15 @@ def test_a_timing_beside_a_busy_process_is_repeated_flagged_and_not_cached(engin
     calm = engine.measure(matmul, sched, use_cache=False)
     assert calm.ok and calm.foreign_cores is not None
     assert 0 < calm.handoff_us < calm.time_ms * 1e3  # the probe's fork and join, around the timing
+    fresh = "op0: TP(16,32,0) T(8,32,1) V; op1: T(4,0) V"  # a schedule no other test measures
+    assert engine.cache.get(matmul.sha256, fresh, engine.machine) is None
     hog = subprocess.Popen([sys.executable, "-c", "while True: pass"])
     try:
-        busy = engine.measure(matmul, sched)
+        busy = engine.measure(matmul, parse(fresh))
         serial = engine.measure(matmul, parse("op0: T(32,32,0) T(8,32,1) V; op1: T(4,0) V"), use_cache=False)
     finally:
         hog.kill()
         hog.wait()
     assert busy.ok and busy.contended and busy.foreign_cores > 0.5
-    assert engine.cache.get(matmul.sha256, "op0: TP(32,32,0) T(8,32,1) V; op1: T(4,0) V", engine.machine) is None
+    assert not busy.cached and engine.cache.get(matmul.sha256, fresh, engine.machine) is None
     assert serial.ok and not serial.contended and serial.handoff_us is None
