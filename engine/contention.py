@@ -63,12 +63,12 @@ class Watch:
         return max(0.0, (busy - self.busy) - (time.process_time() - self.own)) / span
 
 
-def contended(foreign: float | None, parallel: bool, cores: int | None = None) -> bool:
+def contended(foreign: float | None, parallel: bool, cores: int) -> bool:
     """Whether a timing that saw `foreign` cores of other work is not this kernel's alone: a parallel
-    kernel needs every core, a serial one the core it is pinned to (others may use the rest)."""
+    kernel needs every core, a serial one the core it is pinned to (others may use the rest). `cores`:
+    the process's cores as read before OpenMP binds the calling thread to one of them."""
     if foreign is None:
         return False
-    cores = cores or len(os.sched_getaffinity(0))
     free = 0 if parallel else cores - 1
     return foreign > free + SLACK_CORES
 

@@ -351,11 +351,8 @@ class Engine:
 
                 try:
                     prog = load_text(HANDOFF_PROGRAM, "<hand-off probe>")
-                    self._handoff_req = {
-                        "program": prog.text, "sha256": prog.sha256, "func": prog.func_name,
-                        "script": script(prog, parse(HANDOFF_SCHEDULE), self.limits),
-                        "args": [[list(a.shape), a.dtype] for a in prog.args],
-                        "result": [list(prog.results[0].shape), prog.results[0].dtype]}
+                    req = self._request(prog, script(prog, parse(HANDOFF_SCHEDULE), self.limits), True)
+                    self._handoff_req = {k: req[k] for k in ("program", "sha256", "func", "script", "args", "result")}
                 except EngineError:
                     self._handoff_req = False
             return self._handoff_req or None

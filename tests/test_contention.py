@@ -33,4 +33,4 @@ def test_a_busy_process_shows_as_about_one_foreign_core_and_sleeping_as_none():
 def test_a_parallel_kernel_needs_every_core_a_serial_one_its_own():
     assert contended(0.5, parallel=True, cores=2) and not contended(0.2, parallel=True, cores=2)
     assert not contended(1.0, parallel=False, cores=2) and contended(1.5, parallel=False, cores=2)
-    assert not contended(None, parallel=True)
+    assert not contended(None, parallel=True, cores=2)
