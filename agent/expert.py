@@ -144,3 +144,104 @@ def confirmed(engine: Engine, program: Program, schedules: list[Schedule],
             runs[text].append((m.speedup or 0.0) if m.ok else 0.0)
     out = [(by_text[t], statistics.median(xs), xs) for t, xs in runs.items()]
     return sorted(out, key=lambda x: -x[1])
+
+
+#: The register-row pattern of a 2-D elementwise op: parallel rows of one, 64 columns per tile, 8 lanes.
+ROW_TILES = ((1, 64), (1, 8))
+
+
+def _elementwise_2d(st) -> bool:
+    op = st.op
+    return (len(op.loops) == 2 and all(lp.iterator == "parallel" for lp in op.loops) and not op.contraction
+            and op.decompose_dims is None and op.name != "linalg.fill" and st.fused_into is None
+            and op.loops[1].bound >= ROW_TILES[0][1])
+
+
+def _apply_all(sess: Session, actions: list[Action]) -> Session | None:
+    """`sess` after all of `actions` on its current op, or None if one is illegal there."""
+    try:
+        for a in actions:
+            sess = sess.apply(a)
+    except ScheduleError:
+        return None
+    return sess
+
+
+def _row_actions(sess: Session, kind: str) -> list[Action] | None:
+    """ROW_TILES (the outer one with `kind`, TP or T) then V on the current op, each size clamped to what the
+    mask allows; None if `kind` is not."""
+    from mlir_rl_tui.engine.search.base import fit_sizes
+
+    outer = fit_sizes(sess, kind, ROW_TILES[0])
+    if outer is None:
+        return None
+    after = _apply_all(sess, [Action(kind, outer)])
+    inner = fit_sizes(after, "T", ROW_TILES[1]) if after is not None else None
+    return [Action(kind, outer), *([Action("T", inner)] if inner else []), Action("V")]
+
+
+#: Rule groups of rule_variant, tried in this order (train --prefer-rules): each group is kept or not as a
+#: whole, the next one applied to what was kept.
+RULE_GROUPS: tuple[tuple[str, ...], ...] = (("serial",), ("TF", "rows"))
+#: Ops with fewer loop iterations than this run serially under the "serial" rule.
+SERIAL_BELOW = 8192
+
+
+def rule_variant(program: Program, schedule: Schedule, rules: tuple[str, ...] = ("TF", "rows", "serial"),
+                 openmp: bool = True) -> tuple[Schedule, list[str]]:
+    """The schedule with `rules` applied, rules that hold on this machine whatever the moment's timing state,
+    and where it applied them (`op0: TF`, `op2: rows`); the schedule itself when none applies.
+
+    - TF: an op tiled in parallel (TP) whose producer to fuse is the fill of its output (matmuls,
+      convolutions, poolings) gets TF with the same tile sizes; the fused producer then keeps its actions if
+      they are still legal (its T sizes that cover the fused tile's loop made 0), else V, else NT. Fusion
+      saves the fill's pass over the output; the search finds it or not by the draw of its budget (hill
+      climbing @100 chooses TF on the matmuls and convolutions of the evaluation, its @30 teacher mostly
+      TP), so imitated as found the choice is noise to the policy. (Fusing other producers is not a rule:
+      on the training programs TF of elementwise chains measured 0.8-1.02x of TP, and of softmax's
+      reductions down to 0.14x: the fused reduction is recomputed in every tile.)
+    - rows: a 2-D elementwise op at least 64 wide tiled with TP or T gets ROW_TILES then V (TP(1,64) T(1,8) V; T(1,64)
+      where it was T). A register tile of 8 rows gives an elementwise op no reuse, and when a row is 4 KB
+      (1024 floats) its 8 rows of 3 operands compete for the same cache sets: 1.0-1.2x where rows reach
+      1.9x.
+    - serial: an op with fewer than SERIAL_BELOW loop iterations tiled with TP or TF gets T with the same
+      sizes (a producer TF fused is then scheduled on its own, with its actions if they are legal).
+      Handing a parallel region to the second core costs 0.1-2 us on this VM (README, "How a step is
+      measured"), more than such an op takes; the teacher's TP on them is a near-tie draw in programs whose
+      large ops dominate, and the policy learned TP on every op of a program made only of small ones
+      (layer norm, batch-1 MLP: 0.9x and 0.5x of hill climbing).
+    """
+    sess = Session(program, openmp=openmp)
+    applied: list[str] = []
+    while not sess.done:
+        st = sess.current
+        acts = list(schedule.ops.get(st.op.id, []))
+        nxt = None
+        m = sess.mask()
+        prod = sess.producer(st)
+        iterations = math.prod(lp.bound for lp in st.op.loops)
+        if "serial" in rules and acts and acts[0].kind in ("TP", "TF") and iterations < SERIAL_BELOW:
+            acts = [Action("T", acts[0].params), *acts[1:]]
+            applied.append(f"{st.op.id}: serial")
+        if "TF" in rules and acts and acts[0].kind == "TP" and prod is not None \
+                and prod.op.name == "linalg.fill" and m.transformation["TF"].allowed:
+            nxt = _apply_all(sess, [Action("TF", acts[0].params), *acts[1:]])
+            applied += [f"{st.op.id}: TF"] if nxt is not None else []
+        elif "rows" in rules and acts and acts[0].kind in ("TP", "T") and _elementwise_2d(st):
+            rows = _row_actions(sess, acts[0].kind)
+            nxt = _apply_all(sess, rows) if rows else None
+            applied += [f"{st.op.id}: rows"] if nxt is not None and rows != acts else []
+        if nxt is None:
+            nxt = _apply_all(sess, acts) if acts else None
+        if nxt is None and st.fused_into is not None:  # the producer now has the consumer's tile extents
+            if acts and acts[0].kind == "T":
+                ext = [st.extents[st.loop_at(p)] for p in range(st.n_loops)]
+                sizes = tuple(0 if s >= e else s for s, e in zip(acts[0].params, ext))
+                nxt = _apply_all(sess, [Action("T", sizes), *acts[1:]]) if any(sizes) else None
+            nxt = nxt or _apply_all(sess, [Action("V")])
+        if nxt is None:
+            nxt = sess
+        if not nxt.done and nxt.current.op.id == st.op.id:
+            nxt = nxt.apply(Action("NT"))
+        sess = nxt
+    return (sess.schedule, applied) if applied else (schedule, [])

@@ -112,7 +112,12 @@ class DefaultRecipe:
     again, fresh and interleaved, --confirm-rounds times; the target is the one with the fastest median (NT on
     every op when that is under --keep-baseline). 0: the best as found"""
     confirm_rounds: int = 3
-    """(with --confirm) rounds of the fresh, interleaved measurements"""
+    """(with --confirm or --prefer-rules) rounds of the fresh, interleaved measurements"""
+    prefer_rules: float = 0.0
+    """(hill teacher) the target with a group of expert.rule_variant's rules applied (expert.RULE_GROUPS: TF
+    where the producer is the output's fill and row tiles on 2-D elementwise ops, then T for TP on small
+    ops) replaces the target when, timed again side by side with it (--confirm-rounds), its median is at
+    least this fraction of the target's (e.g. 0.97); each group in turn. 0: off"""
     bc_epochs: int = 60
     bc_lr: float = 1e-3
     """behaviour-cloning learning rate"""
@@ -309,6 +314,19 @@ def train_default(r: DefaultRecipe, log: Callable[[str], None] = print,
                         + ("the best" if to_text(sched) == was else "a runner-up"))
                 if sp < r.keep_baseline:
                     sched, why = Schedule({}), why + f" < {r.keep_baseline}x: keep the baseline"
+            for group in expert.RULE_GROUPS if r.prefer_rules > 0 and len(sched) > 0 else ():
+                variant, rules = expert.rule_variant(prog, sched, group, eng.openmp)
+                if not rules:
+                    continue
+                ranked = {to_text(s): (m, runs) for s, m, runs in
+                          expert.confirmed(eng, prog, [sched, variant], r.confirm_rounds)}
+                made["targets"] += 2 * r.confirm_rounds
+                (was, _), (now, runs) = ranked[to_text(sched)], ranked[to_text(variant)]
+                took = now >= r.prefer_rules * was
+                why += (f"; rules ({', '.join(rules)}) {now:.2f}x ({min(runs):.2f}-{max(runs):.2f}) vs "
+                        f"{was:.2f}x: " + ("taken" if took else "kept"))
+                if took:
+                    sched, sp = variant, now
             target_by[i] = (sched, sp)
             if r.demos > 1 and len(sched) > 0:  # runners-up of a search that beat the baseline
                 demos_by[i] = expert.demonstrations(eng, prog, sched, sp, r.demos, r.demo_ratio,
@@ -401,7 +419,7 @@ def train_default(r: DefaultRecipe, log: Callable[[str], None] = print,
         "keep_baseline": r.keep_baseline, "tolerance": r.tolerance, "programs_keeping_baseline": n_nt,
         "demos": r.demos, "demo_ratio": r.demo_ratio, "demo_temperature": r.demo_temperature,
         "demo_schedules": n_demos, "choose_by": r.choose_by,
-        "confirm": r.confirm, "confirm_rounds": r.confirm_rounds,
+        "confirm": r.confirm, "confirm_rounds": r.confirm_rounds, "prefer_rules": r.prefer_rules,
         "bc_decisions": len(examples), "bc_epochs": r.bc_epochs, "bc_lr": r.bc_lr, "bc_lr_end": r.bc_lr_end,
         "bc_loss": [bc_rows[0][1], bc_rows[-1][1]] if bc_rows else None,
         "ppo": {k: v for k, v in vars(ppo_args).items() if k != "programs"} if ppo_args else None,

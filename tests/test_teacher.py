@@ -114,3 +114,39 @@ def test_confirmed_times_the_candidates_again_side_by_side_and_ranks_them_by_med
     assert all(len(runs) == 2 for _, _, runs in ranked)
     (_, fast, fast_runs), (_, base, base_runs) = ranked
     assert fast > 10 and 0.5 < base < 2 and min(fast_runs) <= fast <= max(fast_runs)
+
+
+def test_rule_variant_fuses_fills_and_gives_2d_elementwise_ops_row_tiles(engine):
+    """expert.rule_variant (train --prefer-rules): TP -> TF only where the producer is the output's fill,
+    T/TP on a 2-D elementwise op -> row tiles of the same kind, TP on a small op -> T, every other op as it
+    was, each rule only when asked for; the variant is a
+    legal schedule that compiles, runs and validates on real MLIR; a schedule no rule touches is returned
+    as it is."""
+    from conftest import SAMPLES, TORCH
+
+    from mlir_rl_tui.agent.expert import rule_variant
+    from mlir_rl_tui.engine import Session, parse
+
+    prog = load_file(str(SAMPLES / "matmul_bias_relu.mlir"))  # op0 relu, op1 add, op2 matmul, op3 its fill
+    sched = parse("op0: T(16,32) T(8,32) V; op1: TP(32,32) T(8,32) V; op2: TP(32,32,0) T(8,32,1) V; "
+                  "op3: T(4,0) V")
+    variant, rules = rule_variant(prog, sched)
+    assert rules == ["op0: rows", "op1: rows", "op2: TF"]
+    assert to_text(variant) == ("op0: T(1,64) T(1,8) V; op1: TP(1,64) T(1,8) V; op2: TF(32,32,0) T(8,32,1) V; "
+                                "op3: T(4,0) V")
+    Session(prog, variant)  # legal (raises otherwise)
+    m = engine.measure(prog, variant)
+    assert m.ok and m.validated
+
+    seq = load_file(str(SAMPLES / "sequence5.mlir"))  # a matmul tiled serially (T): no rule
+    kept = parse("op0: NT; op1: T(32,32,0) T(8,32,1) V; op2: T(4,0) V; op3: NT; op4: NT; op5: NT; op6: NT")
+    assert rule_variant(seq, kept) == (kept, [])
+    block = load_file(str(TORCH / "mobilenet_block.mlir"))  # op0: a 4-D elementwise op, its producer another
+    four_d = parse("op0: TP(1,1,1,16) T(1,1,1,8) V")
+    assert rule_variant(block, four_d, ("TF", "rows")) == (four_d, [])
+    serial, rules = rule_variant(block, four_d)  # 1x8x16x16: 2,048 iterations < SERIAL_BELOW
+    assert rules == ["op0: serial"] and to_text(serial).startswith("op0: T(1,1,1,16) T(1,1,1,8) V; op1: NT")
+
+    conv = load_file(str(SAMPLES / "conv2d.mlir"))  # the fused fill keeps its T, sizes covering the tile -> 0
+    variant, rules = rule_variant(conv, parse("op0: TP(1,8,8,32,0,0,0) T(1,1,8,16,1,1,1) V; op1: T(1,4,8,64) V"))
+    assert rules == ["op0: TF"] and to_text(variant).endswith("op1: T(0,4,0,0) V")
