@@ -36,11 +36,18 @@ each: about 20 s per generated program, 25-45 s per block); a replay of all 230 
 epochs (cloning). A quick check of the whole pipeline: --n 2 --limit 1 --budget 2 --bc-epochs 1
 --exclude (about a minute).
 
-The shipped weights (2026-11-25) are this recipe's, with the teacher measured again on a new machine (4,359 s
-for the 230 programs, cloning 13 minutes); its measurements are in data/ (`mlir-rl-tui dataset import
-data/measurements-engine8.jsonl.gz --as-this-machine` on the same kind of machine, and the teacher replays).
-`--demos`, `--choose-by` and `--confirm` (the teacher's best and runners-up timed again side by side) lost
-to it on validation programs (docs/agent-training.md).
+The shipped weights (2026-11-25) are this recipe's with the teacher measured again on a new machine (4,359 s
+for the 230 programs; its measurements are in data/: `mlir-rl-tui dataset import
+data/measurements-engine8.jsonl.gz --as-this-machine` on the same kind of machine, and the teacher replays)
+and its targets checked against expert.rule_variant's rules (fresh timings, 12 minutes), cloning 5 minutes:
+
+    mlir-rl-tui train --recipe default --teacher hill --out runs/v14 --programs runs/dataset --extra 80 \
+        --blocks 66 --more runs/v9/blocks_s1 --budget 30 --bc-epochs 50 --exclude samples tests/data/torch \
+        --prefer-rules 0.97 --ship
+
+`--demos`, `--choose-by`, `--confirm` (the teacher's best and runners-up timed again side by side) and
+longer cloning did not beat the same recipe without them on validation programs; `--prefer-rules` did
+(docs/agent-training.md).
 """
 
 from __future__ import annotations
