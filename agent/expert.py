@@ -246,3 +246,26 @@ def rule_variant(program: Program, schedule: Schedule, rules: tuple[str, ...] = 
             nxt = nxt.apply(Action("NT"))
         sess = nxt
     return (sess.schedule, applied) if applied else (schedule, [])
+
+
+def checked_by_rules(engine: Engine, program: Program, schedule: Schedule, speedup: float, threshold: float,
+                     rounds: int = 3) -> tuple[Schedule, float, int, str]:
+    """The target after each of RULE_GROUPS in turn (train --prefer-rules THRESHOLD): the group's variant
+    (rule_variant) and the current target measured again, fresh and interleaved (`confirmed`, `rounds`
+    rounds); the variant replaces the target when its median is at least `threshold` times the target's.
+    Returns (schedule, its speedup, measurements made, what happened in words)."""
+    made, why = 0, []
+    for group in RULE_GROUPS:
+        variant, rules = rule_variant(program, schedule, group, engine.openmp)
+        if not rules:
+            continue
+        ranked = {to_text(s): (m, runs) for s, m, runs in confirmed(engine, program, [schedule, variant], rounds)}
+        made += 2 * rounds
+        (was, _), (now, runs) = ranked[to_text(schedule)], ranked[to_text(variant)]
+        took = now >= threshold * was
+        why.append(f"rules ({', '.join(rules)}) {now:.2f}x ({min(runs):.2f}-{max(runs):.2f}) vs {was:.2f}x: "
+                   + ("taken" if took else "kept"))
+        if took:
+            schedule, speedup = variant, now
+    return schedule, speedup, made, "; ".join(why)
+

@@ -321,19 +321,11 @@ def train_default(r: DefaultRecipe, log: Callable[[str], None] = print,
                         + ("the best" if to_text(sched) == was else "a runner-up"))
                 if sp < r.keep_baseline:
                     sched, why = Schedule({}), why + f" < {r.keep_baseline}x: keep the baseline"
-            for group in expert.RULE_GROUPS if r.prefer_rules > 0 and len(sched) > 0 else ():
-                variant, rules = expert.rule_variant(prog, sched, group, eng.openmp)
-                if not rules:
-                    continue
-                ranked = {to_text(s): (m, runs) for s, m, runs in
-                          expert.confirmed(eng, prog, [sched, variant], r.confirm_rounds)}
-                made["targets"] += 2 * r.confirm_rounds
-                (was, _), (now, runs) = ranked[to_text(sched)], ranked[to_text(variant)]
-                took = now >= r.prefer_rules * was
-                why += (f"; rules ({', '.join(rules)}) {now:.2f}x ({min(runs):.2f}-{max(runs):.2f}) vs "
-                        f"{was:.2f}x: " + ("taken" if took else "kept"))
-                if took:
-                    sched, sp = variant, now
+            if r.prefer_rules > 0 and len(sched) > 0:
+                sched, sp, n, checked = expert.checked_by_rules(eng, prog, sched, sp, r.prefer_rules,
+                                                                r.confirm_rounds)
+                made["targets"] += n
+                why += f"; {checked}" if checked else ""
             target_by[i] = (sched, sp)
             if r.demos > 1 and len(sched) > 0:  # runners-up of a search that beat the baseline
                 demos_by[i] = expert.demonstrations(eng, prog, sched, sp, r.demos, r.demo_ratio,

@@ -150,3 +150,23 @@ def test_rule_variant_fuses_fills_and_gives_2d_elementwise_ops_row_tiles(engine)
     conv = load_file(str(SAMPLES / "conv2d.mlir"))  # the fused fill keeps its T, sizes covering the tile -> 0
     variant, rules = rule_variant(conv, parse("op0: TP(1,8,8,32,0,0,0) T(1,1,8,16,1,1,1) V; op1: T(1,4,8,64) V"))
     assert rules == ["op0: TF"] and to_text(variant).endswith("op1: T(0,4,0,0) V")
+
+
+def test_checked_by_rules_takes_a_rule_variant_by_its_fresh_timing_beside_the_target(engine, matmul):
+    """expert.checked_by_rules (train --prefer-rules F): the TF variant of a TP matmul and the target are
+    timed again side by side (2 x rounds fresh measurements); taken at F = 0, kept at an F no variant
+    reaches; a target no rule touches costs nothing."""
+    from mlir_rl_tui.agent.expert import checked_by_rules
+    from mlir_rl_tui.engine import parse
+
+    target = parse("op0: TP(16,32,0) T(8,32,1) V; op1: T(4,0) V")
+    made = engine.evaluated
+    sched, sp, n, why = checked_by_rules(engine, matmul, target, 50.0, 0.0, rounds=1)
+    assert n == 2 and engine.evaluated - made == 2
+    assert to_text(sched).startswith("op0: TF(16,32,0) T(8,32,1) V") and sp > 10 and "op0: TF" in why
+    assert why.endswith("taken")
+    sched, sp, n, why = checked_by_rules(engine, matmul, target, 50.0, 1000.0, rounds=1)
+    assert (sched, sp, n) == (target, 50.0, 2) and why.endswith("kept")
+    fused = parse("op0: TF(16,32,0) T(8,32,1) V; op1: V")
+    assert checked_by_rules(engine, matmul, fused, 50.0, 0.0, rounds=1) == (fused, 50.0, 0, "")
+
