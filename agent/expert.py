@@ -200,17 +200,18 @@ def rule_variant(program: Program, schedule: Schedule, rules: tuple[str, ...] = 
       TP), so imitated as found the choice is noise to the policy. (Fusing other producers is not a rule:
       on the training programs TF of elementwise chains measured 0.8-1.02x of TP, and of softmax's
       reductions down to 0.14x: the fused reduction is recomputed in every tile.)
-    - rows: a 2-D elementwise op at least 64 wide tiled with TP or T gets ROW_TILES then V (TP(1,64) T(1,8) V; T(1,64)
-      where it was T). A register tile of 8 rows gives an elementwise op no reuse, and when a row is 4 KB
-      (1024 floats) its 8 rows of 3 operands compete for the same cache sets: 1.0-1.2x where rows reach
-      1.9x.
+    - rows: a 2-D elementwise op at least 64 wide tiled with TP or T gets ROW_TILES then V (TP(1,64)
+      T(1,8) V; T(1,64) where it was T). A register tile of 8 rows gives an elementwise op no reuse, and
+      when a row is 4 KB (1024 floats) its 8 rows of 3 operands compete for the same cache sets: 1.0-1.2x
+      where rows reach 1.9x.
     - serial: an op with fewer than SERIAL_BELOW loop iterations tiled with TP gets T with the same sizes.
       Handing a parallel region to the second core costs 0.1-2 us on this VM (README, "How a step is
       measured"), more than such an op takes; the teacher's TP on them is a near-tie draw in programs whose
       large ops dominate, and the policy learned TP on every op of a program made only of small ones
       (the evaluation's layer norm and batch-1 MLP: 0.8x and 0.5x of hill climbing's speedup). Below 16384
       iterations, the rule was kept by the side-by-side timing on 75 of the 98 training programs it
-      touched; serial first, below 8192 and on TF as well was tried (docs/agent-training.md) and tied.
+      touched. Serial first, below 8192 and on TF too (runs/v15), and on TF too alone (runs/v16) were
+      tried: their policies lost to this one's on the validation programs (docs/agent-training.md).
     """
     sess = Session(program, openmp=openmp)
     applied: list[str] = []
