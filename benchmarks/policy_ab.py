@@ -1,6 +1,6 @@
-"""Two policies' one-pass schedules on the same programs, measured interleaved: which one to ship.
+"""Two (or more) policies' one-pass schedules on the same programs, measured interleaved: which one to ship.
 
-    .venv/bin/python benchmarks/policy_ab.py --a A.pt --b B.pt --programs DIR... [--rounds 3] [--json F]
+    .venv/bin/python benchmarks/policy_ab.py --a A.pt --b B.pt [C.pt ...] --programs DIR... [--rounds 3] [--json F]
 
 For choosing between training recipes on programs neither policy trained on (a validation set, e.g. model
 blocks drawn with a seed no recipe used: `python -m mlir_rl_tui.agent.block_programs OUT 44 2`), so that the
@@ -9,7 +9,8 @@ in one pass (no measurement), then the distinct schedules and the baseline are m
 for --rounds rounds, each the paired speedup over the untransformed program at that moment; a policy's
 figure is the median. Prints one line per program whose schedules differ and the geometric means, their
 ratio B / A with its spread over programs, and the programs where each is under 0.95x of the baseline.
-Timing-dependent: run with nothing else on the machine.
+With several --b checkpoints (named B, C, D, ... in that order) all are measured in the same rounds and
+each is compared with A. Timing-dependent: run with nothing else on the machine.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--a", required=True, help="policy checkpoint A")
-    p.add_argument("--b", required=True, help="policy checkpoint B")
+    p.add_argument("--b", nargs="+", required=True, help="policy checkpoint B (more: C, D, ... each against A)")
     p.add_argument("--programs", nargs="+", required=True, help="data set folders, folders or .mlir files")
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--json", help="write the rows and the summary here")
@@ -39,7 +40,8 @@ def main(argv: list[str] | None = None) -> int:
     from mlir_rl_tui.engine import Engine, Session, load_file
 
     set_inference_threads(1)
-    policies = {"A": load_policy(a.a), "B": load_policy(a.b)}
+    names = {"A": a.a, **{chr(ord("B") + i): path for i, path in enumerate(a.b)}}
+    policies = {k: load_policy(path) for k, path in names.items()}
     rows = []
     with Engine() as eng:
         for path in program_paths(a.programs):
@@ -58,22 +60,27 @@ def main(argv: list[str] | None = None) -> int:
                    **{f"{k}_spread": [min(runs[str(s)]), max(runs[str(s)])] for k, s in sched.items()}}
             rows.append(row)
             if len(distinct) > 1:
-                print(f"{pathlib.Path(path).stem:48s} A {row['A']:7.2f}x  B {row['B']:7.2f}x  B/A "
-                      f"{row['B'] / row['A'] if row['A'] else float('inf'):5.2f}", flush=True)
-    ratios = [r["B"] / r["A"] for r in rows if r["A"] and r["B"]]
-    logs = [math.log(x) for x in ratios]
-    summary = {"programs": len(rows), "A": gmean([r["A"] for r in rows]), "B": gmean([r["B"] for r in rows]),
-               "B_over_A": math.exp(statistics.mean(logs)) if logs else None,
-               "B_over_A_spread": math.exp(statistics.stdev(logs)) if len(logs) > 1 else None,
-               "same_schedule": sum(1 for r in rows if r["A_schedule"] == r["B_schedule"]),
-               "B_better": sum(1 for x in ratios if x > 1.05), "A_better": sum(1 for x in ratios if x < 1 / 1.05),
-               "A_below_0.95": [pathlib.Path(r["program"]).stem for r in rows if r["A"] < 0.95],
-               "B_below_0.95": [pathlib.Path(r["program"]).stem for r in rows if r["B"] < 0.95],
-               "failed": {k: sum(1 for r in rows if not r[k]) for k in ("A", "B")}}
+                others = "  ".join(f"{k} {row[k]:7.2f}x {k}/A {row[k] / row['A'] if row['A'] else float('inf'):5.2f}"
+                                   for k in names if k != "A")
+                print(f"{pathlib.Path(path).stem:48s} A {row['A']:7.2f}x  {others}", flush=True)
+    summary = {"programs": len(rows), **{k: gmean([r[k] for r in rows]) for k in names},
+               "failed": {k: sum(1 for r in rows if not r[k]) for k in names},
+               "A_below_0.95": [pathlib.Path(r["program"]).stem for r in rows if r["A"] < 0.95]}
+    for k in names:
+        if k == "A":
+            continue
+        ratios = [r[k] / r["A"] for r in rows if r["A"] and r[k]]
+        logs = [math.log(x) for x in ratios]
+        summary |= {f"{k}_over_A": math.exp(statistics.mean(logs)) if logs else None,
+                    f"{k}_over_A_spread": math.exp(statistics.stdev(logs)) if len(logs) > 1 else None,
+                    f"{k}_same_schedule": sum(1 for r in rows if r["A_schedule"] == r[f"{k}_schedule"]),
+                    f"{k}_better": sum(1 for x in ratios if x > 1.05),
+                    f"A_better_than_{k}": sum(1 for x in ratios if x < 1 / 1.05),
+                    f"{k}_below_0.95": [pathlib.Path(r["program"]).stem for r in rows if r[k] < 0.95]}
     print(json.dumps(summary, indent=1))
     if a.json:
         with open(a.json, "w") as f:
-            json.dump({"a": a.a, "b": a.b, "rounds": a.rounds, "rows": rows, "summary": summary}, f, indent=1)
+            json.dump({"policies": names, "rounds": a.rounds, "rows": rows, "summary": summary}, f, indent=1)
     return 0
 
 

@@ -301,3 +301,35 @@ def test_ppo_rollouts_on_a_local_ray_instance(tmp_path, cache_dir):
     with open(tmp_path / "ray" / "progress.csv") as f:
         rows = list(csv.DictReader(f))
     assert len(rows) == 1 and float(rows[0]["charts/valid_rate"]) > 0
+
+
+def test_policy_ab_measures_several_policies_in_the_same_rounds(tmp_path, cache_dir):
+    """benchmarks/policy_ab.py with --b B C: one row per program, each policy against A; a policy whose
+    schedule is A's shares its measurements (ratio exactly 1)."""
+    import importlib.util
+
+    from conftest import ROOT
+
+    from mlir_rl_tui.agent.policy import ActorCritic, PolicyConfig, save
+
+    spec = importlib.util.spec_from_file_location("policy_ab", ROOT / "benchmarks" / "policy_ab.py")
+    ab = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ab)
+    torch.manual_seed(0)
+    small = PolicyConfig(hidden=16, layers=1)
+    a, c = ActorCritic(config=small), ActorCritic(config=small)
+    for lin in [c.transformation, *c.tile.values()]:
+        torch.nn.init.normal_(lin.weight, std=1.0)
+    paths = {k: str(tmp_path / f"{k}.pt") for k in "ABC"}
+    save(a, paths["A"])
+    save(a, paths["B"])
+    save(c, paths["C"])
+    out = tmp_path / "ab.json"
+    assert ab.main(["--a", paths["A"], "--b", paths["B"], paths["C"], "--programs", str(SAMPLES / "relu.mlir"),
+                    "--rounds", "1", "--json", str(out)]) == 0
+    got = json.loads(out.read_text())
+    assert got["policies"] == paths and len(got["rows"]) == 1
+    row, s = got["rows"][0], got["summary"]
+    assert row["A_schedule"] == row["B_schedule"] and s["B_over_A"] == 1.0 and s["B_same_schedule"] == 1
+    assert row["A"] > 0 and row["C"] > 0 and s["C_over_A"] == pytest.approx(row["C"] / row["A"])
+    assert s["failed"] == {"A": 0, "B": 0, "C": 0}
