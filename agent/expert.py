@@ -261,7 +261,7 @@ def checked_by_rules(engine: Engine, program: Program, schedule: Schedule, speed
         if not rules:
             continue
         ranked = {to_text(s): (m, runs) for s, m, runs in confirmed(engine, program, [schedule, variant], rounds)}
-        made += 2 * rounds
+        made += rounds * len({to_text(schedule), to_text(variant)})  # confirmed times each distinct one
         (was, _), (now, runs) = ranked[to_text(schedule)], ranked[to_text(variant)]
         took = now >= threshold * was
         why.append(f"rules ({', '.join(rules)}) {now:.2f}x ({min(runs):.2f}-{max(runs):.2f}) vs {was:.2f}x: "

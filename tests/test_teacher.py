@@ -157,9 +157,10 @@ def test_checked_by_rules_takes_a_rule_variant_by_its_fresh_timing_beside_the_ta
     timed again side by side (2 x rounds fresh measurements); taken at F = 0, kept at an F no variant
     reaches; a target no rule touches costs nothing."""
     from mlir_rl_tui.agent.expert import checked_by_rules
-    from mlir_rl_tui.engine import parse
+    from mlir_rl_tui.engine import Schedule, parse
 
     target = parse("op0: TP(16,32,0) T(8,32,1) V; op1: T(4,0) V")
+    engine.measure(matmul, Schedule({}))  # the baseline in the cache first: alone, this test would count it
     made = engine.evaluated
     sched, sp, n, why = checked_by_rules(engine, matmul, target, 50.0, 0.0, rounds=1)
     assert n == 2 and engine.evaluated - made == 2
