@@ -270,3 +270,27 @@ def checked_by_rules(engine: Engine, program: Program, schedule: Schedule, speed
             schedule, speedup = variant, now
     return schedule, speedup, made, "; ".join(why)
 
+
+
+def improved_by_search(engine: Engine, program: Program, target: Schedule, speedup: float, start: Schedule,
+                       budget: int, seed: int, threshold: float, rounds: int = 3
+                       ) -> tuple[Schedule, float, int, str]:
+    """Expert iteration (train --start-from POLICY): hill climbing from `start` (the policy's one-pass
+    schedule) with `budget` measurements; its best and the target are then measured again, fresh and
+    interleaved (`confirmed`, `rounds` rounds), and the climb's best replaces the target when its median is
+    at least `threshold` times the target's. So the policy's own choices win the ties (the targets move
+    towards what the policy already does, and agree more between like programs) and the search's
+    improvements on them are taken. Returns (schedule, its speedup, measurements made, what happened)."""
+    from mlir_rl_tui.engine.search import search
+
+    res = search(engine, program, "hill", budget, seed=seed, start=start)
+    found = res.schedule if res.best.ok and res.speedup > 0 else start
+    if to_text(found) == to_text(target):
+        return target, speedup, res.evaluated, f"from the policy's schedule: the target ({res.speedup:.2f}x)"
+    ranked = {to_text(s): (m, runs) for s, m, runs in confirmed(engine, program, [target, found], rounds)}
+    made = res.evaluated + 2 * rounds
+    (was, _), (now, runs) = ranked[to_text(target)], ranked[to_text(found)]
+    took = now >= threshold * was
+    why = (f"from the policy's schedule ({'its own' if to_text(found) == to_text(start) else 'climbed'}) "
+           f"{now:.2f}x ({min(runs):.2f}-{max(runs):.2f}) vs {was:.2f}x: " + ("taken" if took else "kept"))
+    return (found, now, made, why) if took else (target, was, made, why)

@@ -45,9 +45,9 @@ and its targets checked against expert.rule_variant's rules (fresh timings, 12 m
         --blocks 66 --more runs/v9/blocks_s1 --budget 30 --bc-epochs 50 --exclude samples tests/data/torch \
         --prefer-rules 0.97 --ship
 
-`--demos`, `--choose-by`, `--confirm` (the teacher's best and runners-up timed again side by side) and
-longer cloning did not beat the same recipe without them on validation programs; `--prefer-rules` did
-(docs/agent-training.md).
+`--demos`, `--choose-by`, `--confirm` (the teacher's best and runners-up timed again side by side),
+longer cloning and `--start-from` (expert iteration: a climb from the policy's own schedule) did not beat
+the same recipe without them on validation programs; `--prefer-rules` did (docs/agent-training.md).
 """
 
 from __future__ import annotations
@@ -125,6 +125,15 @@ class DefaultRecipe:
     where the producer is the output's fill and row tiles on 2-D elementwise ops, then T for TP on small
     ops) replaces the target when, timed again side by side with it (--confirm-rounds), its median is at
     least this fraction of the target's (e.g. 0.97); each group in turn. 0: off"""
+    start_from: str | None = None
+    """(hill teacher) expert iteration: on each training program hill climbing again from this policy
+    checkpoint's one-pass schedule (--start-budget measurements); its best replaces the target when, timed
+    again side by side with it (--confirm-rounds), its median is at least --start-prefer times the
+    target's (before --prefer-rules' checks)"""
+    start_budget: int = 15
+    """(with --start-from) measurements of the climb from the policy's schedule"""
+    start_prefer: float = 0.97
+    """(with --start-from) the climb's best replaces the target at this fraction of its median or more"""
     bc_epochs: int = 60
     bc_lr: float = 1e-3
     """behaviour-cloning learning rate"""
@@ -273,6 +282,7 @@ def train_default(r: DefaultRecipe, log: Callable[[str], None] = print,
     target_by: dict[int, tuple] = {}  # program index -> (target schedule, its speedup)
     demos_by: dict[int, list] = {}  # program index -> [(schedule, speedup, weight)], the target first
     made = {"search": 0, "targets": 0}
+    start_policy = load_policy(r.start_from) if r.start_from else None
     with Engine(config=MeasureConfig(runs=r.runs)) as eng:
         train, data = training_programs(r, eng, say)
         say(f"{len(train)} training programs")
@@ -321,6 +331,12 @@ def train_default(r: DefaultRecipe, log: Callable[[str], None] = print,
                         + ("the best" if to_text(sched) == was else "a runner-up"))
                 if sp < r.keep_baseline:
                     sched, why = Schedule({}), why + f" < {r.keep_baseline}x: keep the baseline"
+            if start_policy is not None:
+                start = to_measure(start_policy.schedule(Session(prog, openmp=eng.openmp)).schedule)
+                sched, sp, n, climbed = expert.improved_by_search(eng, prog, sched, sp, start, r.start_budget,
+                                                                  r.seed + i, r.start_prefer, r.confirm_rounds)
+                made["targets"] += n
+                why += f"; {climbed}"
             if r.prefer_rules > 0 and len(sched) > 0:
                 sched, sp, n, checked = expert.checked_by_rules(eng, prog, sched, sp, r.prefer_rules,
                                                                 r.confirm_rounds)
@@ -419,6 +435,7 @@ def train_default(r: DefaultRecipe, log: Callable[[str], None] = print,
         "demos": r.demos, "demo_ratio": r.demo_ratio, "demo_temperature": r.demo_temperature,
         "demo_schedules": n_demos, "choose_by": r.choose_by,
         "confirm": r.confirm, "confirm_rounds": r.confirm_rounds, "prefer_rules": r.prefer_rules,
+        "start_from": r.start_from, "start_budget": r.start_budget, "start_prefer": r.start_prefer,
         "bc_decisions": len(examples), "bc_epochs": r.bc_epochs, "bc_lr": r.bc_lr, "bc_lr_end": r.bc_lr_end,
         "bc_loss": [bc_rows[0][1], bc_rows[-1][1]] if bc_rows else None,
         "ppo": {k: v for k, v in vars(ppo_args).items() if k != "programs"} if ppo_args else None,

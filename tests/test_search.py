@@ -50,6 +50,27 @@ def test_hill_climbing_finds_a_real_speedup_on_matmul(engine, matmul):
     assert r.schedule.actions("op0")[0].kind in ("T", "TP", "TF")
 
 
+def test_hill_climbing_from_a_given_schedule_starts_there(engine, matmul):
+    """search(..., start=S) (expert iteration, train --start-from): the first candidate measured is S as
+    hill climbing's recipes express it, and the climb moves from there; other methods refuse a start."""
+    from mlir_rl_tui.engine import parse
+    from mlir_rl_tui.engine.search.base import Evaluator
+    from mlir_rl_tui.engine.search.hill import recipes_of, schedule_from
+
+    start = parse("op0: T(16,64,0) T(4,16,1) NT; op1: T(4,0) V")  # deliberately odd: NT after a register tile
+    ev = Evaluator(engine, matmul, 5, "hill")
+    back = schedule_from(ev, recipes_of(ev, start))  # the fill (not tuned) is finished as hill climbing does
+    assert str(back).startswith("op0: T(16,64,0) T(4,16,1) NT; op1:")
+    seen: list[str] = []
+    r = search(engine, matmul, "hill", 3, seed=0, start=start, on_progress=lambda r: seen.append(str(r.schedule)))
+    assert seen[0] == str(back) and r.candidates == 3
+    assert r.best.ok and r.speedup > 1.0
+    odd = parse("op0: I(1,0,2) T(32,32,0) V; op1: T(4,0) V")  # an interchange: the op gets the register-tile start
+    assert recipes_of(ev, odd)["op0"].kind in ("T", "TP")
+    with pytest.raises(EngineError, match="starting schedule is for hill climbing"):
+        search(engine, matmul, "random", 3, start=start)
+
+
 def test_a_second_identical_search_answers_from_the_cache(engine, matmul):
     first = search(engine, matmul, "greedy", 5, seed=3)
     second = search(engine, matmul, "greedy", 5, seed=3)
@@ -98,3 +119,13 @@ def test_search_command_errors_are_one_line():
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "--budget" in r.stderr
     r = cli("search", str(SAMPLES / "nope.mlir"))
     assert r.returncode == 2 and "cannot read" in r.stderr and "Traceback" not in r.stderr
+    r = cli("search", "matmul", "--start", "op0: V")  # an illegal start: named before any measurement
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "op0" in r.stderr and "Traceback" not in r.stderr
+    r = cli("search", "matmul", "--method", "random", "--start", "op0: NT; op1: NT")
+    assert r.returncode == 2 and "--start is for --method hill" in r.stderr
+
+
+def test_search_command_climbs_from_a_given_schedule(engine, cache_dir):
+    start = "op0: TP(32,32,0) T(8,32,1) V; op1: T(4,0) V"
+    d = json.loads(cli("search", "matmul", "--budget", "2", "--start", start, "--json").stdout)
+    assert d["status"] == "ok" and d["candidates"] == 2 and d["speedup"] > 5

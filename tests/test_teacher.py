@@ -171,3 +171,19 @@ def test_checked_by_rules_takes_a_rule_variant_by_its_fresh_timing_beside_the_ta
     fused = parse("op0: TF(16,32,0) T(8,32,1) V; op1: V")
     assert checked_by_rules(engine, matmul, fused, 50.0, 0.0, rounds=1) == (fused, 50.0, 0, "")
 
+
+
+def test_improved_by_search_climbs_from_the_policy_schedule_and_keeps_the_faster(engine, matmul):
+    """expert.improved_by_search (train --start-from POLICY): hill climbing from the policy's schedule, then
+    its best and the target timed side by side; a slow target is replaced, a target the climb cannot
+    reach within the threshold is kept."""
+    from mlir_rl_tui.agent.expert import improved_by_search
+    from mlir_rl_tui.engine import Schedule, parse
+
+    engine.measure(matmul, Schedule({}))
+    slow = parse("op0: T(1,1,1) NT; op1: NT")  # scalar loops: far slower than a register tile
+    start = parse("op0: TP(32,32,0) T(8,32,1) V; op1: T(4,0) V")
+    sched, sp, n, why = improved_by_search(engine, matmul, slow, 1.0, start, 2, 0, 0.97, rounds=1)
+    assert to_text(sched) != to_text(slow) and sp > 5 and why.endswith("taken") and n >= 2
+    kept, sp2, _, why2 = improved_by_search(engine, matmul, start, 60.0, slow, 1, 0, 1000.0, rounds=1)
+    assert to_text(kept) == to_text(start) and why2.endswith("kept")

@@ -9,6 +9,8 @@ of two, so a step is one candidate), switches the first tiling's kind, or toggle
 tried in a seeded random order and the first that beats the current point beyond the measurement noise
 (`Measurement.beats`) is taken; at a local optimum the search restarts from a random perturbation of the
 best point while budget remains.
+With `start` (a complete schedule, e.g. a policy's one pass: expert iteration, `train --start-from`) the
+climb begins at that schedule's recipes instead (`recipes_of`).
 """
 
 from __future__ import annotations
@@ -96,6 +98,36 @@ def starts(ev: Evaluator, allowed: dict[str, list[str]] | None = None) -> list[d
     return points
 
 
+def recipes_of(ev: Evaluator, schedule: Schedule) -> dict[str, Recipe]:
+    """The hill-climbing point nearest a complete schedule: per tunable op its first tiling (kind and sizes),
+    its second tiling T (none: 0 on every loop) and its end (V or NT); a size that is not a candidate becomes
+    the largest candidate below it. An op untiled in `schedule` gets an untiled recipe (T with all sizes 0,
+    which `schedule_from` skips); an op whose actions include an interchange, which recipes cannot express,
+    gets the register-tile start (`starts`)."""
+    ts = ev.engine.limits.tile_sizes
+
+    def idx(size: int) -> int:
+        return max(i for i, t in enumerate(ts) if t <= size)
+
+    default = starts(ev)[0]
+    out: dict[str, Recipe] = {}
+    for st in ev.session().states.values():
+        if not tunable(st):
+            continue
+        acts = schedule.actions(st.op.id)
+        tilings = [a for a in acts if a.kind in ("T", "TP", "TF")]
+        if any(a.kind == "I" for a in acts):
+            out[st.op.id] = default[st.op.id]
+            continue
+        n = st.n_loops
+        untiled = (0,) * n
+        outer, inner = [tuple(idx(x) for x in (*a.params, *untiled)[:n]) for a in tilings[:2]] + [untiled] * (
+            2 - min(len(tilings), 2))
+        out[st.op.id] = Recipe(tilings[0].kind if tilings else "T", outer, inner,
+                               vectorize=any(a.kind == "V" for a in acts))
+    return out
+
+
 def kinds(ev: Evaluator, op_id: str) -> list[str]:
     """First-tiling kinds the op allows before any action (TF needs a producer, TP needs OpenMP)."""
     from mlir_rl_tui.engine.mask import transformation_reasons
@@ -124,13 +156,13 @@ def neighbours(ev: Evaluator, point: dict[str, Recipe], allowed: dict[str, list[
     return out
 
 
-def hill_climb(ev: Evaluator, rng: np.random.Generator) -> None:
+def hill_climb(ev: Evaluator, rng: np.random.Generator, start: Schedule | None = None) -> None:
     points = starts(ev)
     if not points[0]:
         return
     allowed = {op_id: kinds(ev, op_id) for op_id in points[0]}
     point, value = None, None
-    for p in starts(ev, allowed):
+    for p in [recipes_of(ev, start)] if start is not None else starts(ev, allowed):
         v = ev.measure(schedule_from(ev, p))
         if point is None or ev.better(v, value):
             point, value = p, v

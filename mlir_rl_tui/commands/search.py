@@ -26,6 +26,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--method", choices=list(METHODS), default="hill")
     p.add_argument("--budget", type=int, default=30, help="measurements the search may make (default 30)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--start", metavar="SCHEDULE", help="(hill) climb from this schedule, e.g. the app's or a "
+                                                      "policy's ('op0: TP(32,32,0) T(8,32,1) V; op1: T(4,0) V'), "
+                                                      "instead of hill climbing's own starting points")
     add_json(p)
     p.add_argument("--trace", help="append the best schedule as a trace episode to this JSONL file")
     p.add_argument("--runs", type=int, default=5, help="timed runs per measurement (median reported)")
@@ -41,6 +44,15 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(f"--budget must be at least 1, not {args.budget}")
     prog = load_program(args)
     check_measurable(prog, args.file)
+    begin = None
+    if args.start is not None:
+        from mlir_rl_tui.engine import parse
+        from mlir_rl_tui.engine.mask import check_schedule
+
+        if args.method != "hill":
+            raise CliError(f"--start is for --method hill, not {args.method}")
+        begin = parse(args.start)
+        check_schedule(prog, begin)  # one-line ScheduleError before any measurement
     ranker = load_ranker(args.model) if args.method in NEEDS_RANKER else None
     start = time.monotonic()
     with ProgressLine() as line, make_engine(args) as eng:
@@ -51,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
 
         line.update(f"{args.method}: measuring the baseline")
         r = search(eng, prog, args.method, args.budget, seed=args.seed, trace=args.trace, on_progress=progress,
-                   ranker=ranker)
+                   ranker=ranker, start=begin)
     if args.json:
         emit(r.to_json())
         return 0 if r.best.ok else 1
