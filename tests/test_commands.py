@@ -183,3 +183,10 @@ def test_tiny_recipe_runs_end_to_end(tmp_path, cache_dir, capsys):
 
     for kind in ("search", "target"):
         assert len(read_trace(str(out / "traces" / kind / "000.jsonl")).episodes()) == 1
+    # expert iteration: the hill teacher, then a climb from the shipped policy's own schedule on the program
+    assert main(argv[:-8] + ["--teacher", "hill", "--start-from", shipped, "--start-budget", "1",
+                             "--confirm-rounds", "1", "--threads", "1", "--limit", "1"]) == 0
+    err = capsys.readouterr().err
+    assert "from the policy's schedule" in err, err
+    info = json.loads((out / "default.json").read_text())
+    assert info["start_from"] == shipped and info["start_budget"] == 1
