@@ -271,7 +271,6 @@ def checked_by_rules(engine: Engine, program: Program, schedule: Schedule, speed
     return schedule, speedup, made, "; ".join(why)
 
 
-
 def improved_by_search(engine: Engine, program: Program, target: Schedule, speedup: float, start: Schedule,
                        budget: int, seed: int, threshold: float, rounds: int = 3
                        ) -> tuple[Schedule, float, int, str]:
@@ -280,7 +279,8 @@ def improved_by_search(engine: Engine, program: Program, target: Schedule, speed
     interleaved (`confirmed`, `rounds` rounds), and the climb's best replaces the target when its median is
     at least `threshold` times the target's. So the policy's own choices win the ties (the targets move
     towards what the policy already does, and agree more between like programs) and the search's
-    improvements on them are taken. Returns (schedule, its speedup, measurements made, what happened)."""
+    improvements on them are taken. Returns (schedule, its speedup, measurements made, what happened: "its
+    own" when the climb's best is the policy's schedule exactly, "climbed" otherwise, fills included)."""
     from mlir_rl_tui.engine.search import search
 
     res = search(engine, program, "hill", budget, seed=seed, start=start)

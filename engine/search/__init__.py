@@ -59,8 +59,7 @@ def search(engine: Engine, program: Program, method: str, budget: int, seed: int
     ev = Evaluator(engine, program, budget, method, on_progress, cancel, free_cache_hits)
     ev.ranker = ranker
     try:
-        rng = np.random.default_rng(seed)
-        METHODS[method](ev, rng, start) if start is not None else METHODS[method](ev, rng)
+        METHODS[method](ev, np.random.default_rng(seed), **({"start": start} if start is not None else {}))
         ev.result.stopped = "budget" if ev.exhausted else "converged"
     except BudgetExhausted:
         ev.result.stopped = "cancelled" if cancel is not None and cancel.is_set() else "budget"

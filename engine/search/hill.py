@@ -109,7 +109,7 @@ def recipes_of(ev: Evaluator, schedule: Schedule) -> dict[str, Recipe]:
     def idx(size: int) -> int:
         return max(i for i, t in enumerate(ts) if t <= size)
 
-    default = starts(ev)[0]
+    default: dict[str, Recipe] = {}
     out: dict[str, Recipe] = {}
     for st in ev.session().states.values():
         if not tunable(st):
@@ -117,12 +117,13 @@ def recipes_of(ev: Evaluator, schedule: Schedule) -> dict[str, Recipe]:
         acts = schedule.actions(st.op.id)
         tilings = [a for a in acts if a.kind in ("T", "TP", "TF")]
         if any(a.kind == "I" for a in acts):
+            default = default or starts(ev)[0]
             out[st.op.id] = default[st.op.id]
             continue
         n = st.n_loops
         untiled = (0,) * n
-        outer, inner = [tuple(idx(x) for x in (*a.params, *untiled)[:n]) for a in tilings[:2]] + [untiled] * (
-            2 - min(len(tilings), 2))
+        sizes = [tuple(idx(x) for x in (*a.params, *untiled)[:n]) for a in tilings[:2]]
+        outer, inner = sizes + [untiled] * (2 - len(sizes))
         out[st.op.id] = Recipe(tilings[0].kind if tilings else "T", outer, inner,
                                vectorize=any(a.kind == "V" for a in acts))
     return out
