@@ -172,7 +172,6 @@ def test_checked_by_rules_takes_a_rule_variant_by_its_fresh_timing_beside_the_ta
     assert checked_by_rules(engine, matmul, fused, 50.0, 0.0, rounds=1) == (fused, 50.0, 0, "")
 
 
-
 def test_improved_by_search_climbs_from_the_policy_schedule_and_keeps_the_faster(engine, matmul):
     """expert.improved_by_search (train --start-from POLICY): hill climbing from the policy's schedule, then
     its best and the target timed side by side; a slow target is replaced, a target the climb cannot
