@@ -150,11 +150,14 @@ def confirmed(engine: Engine, program: Program, schedules: list[Schedule],
 ROW_TILES = ((1, 64), (1, 8))
 
 
-def _elementwise_2d(st) -> bool:
+def _elementwise(st) -> bool:
     op = st.op
-    return (len(op.loops) == 2 and all(lp.iterator == "parallel" for lp in op.loops) and not op.contraction
-            and op.decompose_dims is None and op.name != "linalg.fill" and st.fused_into is None
-            and op.loops[1].bound >= ROW_TILES[0][1])
+    return (all(lp.iterator == "parallel" for lp in op.loops) and not op.contraction
+            and op.decompose_dims is None and op.name != "linalg.fill" and st.fused_into is None)
+
+
+def _elementwise_2d(st) -> bool:
+    return _elementwise(st) and len(st.op.loops) == 2 and st.op.loops[1].bound >= ROW_TILES[0][1]
 
 
 def _apply_all(sess: Session, actions: list[Action]) -> Session | None:
@@ -169,25 +172,44 @@ def _apply_all(sess: Session, actions: list[Action]) -> Session | None:
 
 def _row_actions(sess: Session, kind: str) -> list[Action] | None:
     """ROW_TILES (the outer one with `kind`, TP or T) then V on the current op, each size clamped to what the
-    mask allows; None if `kind` is not."""
+    mask allows; on an op of more loops, tiles of 1 on the outer ones (TP(1,1,1,64) T(1,1,1,8) V on a 4-D
+    op), on a 1-D op the columns' (TP(64) T(8) V); None if `kind` is not allowed."""
     from mlir_rl_tui.engine.search.base import fit_sizes
 
-    outer = fit_sizes(sess, kind, ROW_TILES[0])
+    n = sess.current.n_loops
+    pad = (1,) * max(0, n - len(ROW_TILES[0]))
+    outer = fit_sizes(sess, kind, (pad + ROW_TILES[0])[-n:])
     if outer is None:
         return None
     after = _apply_all(sess, [Action(kind, outer)])
-    inner = fit_sizes(after, "T", ROW_TILES[1]) if after is not None else None
+    inner = fit_sizes(after, "T", (pad + ROW_TILES[1])[-n:]) if after is not None else None
     return [Action(kind, outer), *([Action("T", inner)] if inner else []), Action("V")]
 
 
-#: Rule groups of rule_variant, tried in this order (train --prefer-rules): each group is kept or not as a
-#: whole, the next one applied to what was kept.
+#: The rules of rule_variant.
+RULES: tuple[str, ...] = ("TF", "rows", "serial", "vector", "tiny")
+#: Rule groups of rule_variant, tried in this order (train --prefer-rules; the shipped recipe's, --rule-groups
+#: chooses others): each group is kept or not as a whole, the next one applied to what was kept.
 RULE_GROUPS: tuple[tuple[str, ...], ...] = (("TF", "rows"), ("serial",))
 #: Ops with fewer loop iterations than this run serially under the "serial" rule.
 SERIAL_BELOW = 16384
+#: Ops with fewer loop iterations than this run serially under the "tiny" rule even when fused (TF).
+TINY_BELOW = 4096
+#: Elementwise ops of at least this many iterations are vectorized under the "vector" rule.
+VECTOR_FROM = 4096
 
 
-def rule_variant(program: Program, schedule: Schedule, rules: tuple[str, ...] = ("TF", "rows", "serial"),
+def rule_groups(specs: list[str]) -> tuple[tuple[str, ...], ...]:
+    """Rule groups from words such as `TF+rows serial` (train --rule-groups); ValueError naming an unknown
+    rule."""
+    groups = tuple(tuple(r for r in spec.split("+") if r) for spec in specs)
+    for rule in (r for g in groups for r in g):
+        if rule not in RULES:
+            raise ValueError(f"unknown rule {rule!r} in --rule-groups; rules: {', '.join(RULES)}")
+    return tuple(g for g in groups if g)
+
+
+def rule_variant(program: Program, schedule: Schedule, rules: tuple[str, ...] = RULES,
                  openmp: bool = True) -> tuple[Schedule, list[str]]:
     """The schedule with `rules` applied, rules that hold on this machine whatever the moment's timing state,
     and where it applied them (`op0: TF`, `op2: rows`); the schedule itself when none applies.
@@ -212,6 +234,15 @@ def rule_variant(program: Program, schedule: Schedule, rules: tuple[str, ...] = 
       iterations, the rule was kept by the side-by-side timing on 75 of the 98 training programs it
       touched. Serial first, below 8192 and on TF too (runs/v15), and on TF too alone (runs/v16) were
       tried: their policies lost to this one's on the validation programs (docs/agent-training.md).
+    - vector (not in RULE_GROUPS): an elementwise op of at least VECTOR_FROM iterations whose actions have
+      no V gets rows and V (`_row_actions`: TP(1,1,1,64) T(1,1,1,8) V on a 4-D op, sizes clamped; T from
+      SERIAL_BELOW down). An elementwise op left NT runs as scalar loops on one core: 0059 of the evaluation
+      ran at 12.2x with its first ReLU (50,176 iterations) NT, 15.2x with TP(1,1,1,16) T(1,1,1,8) V.
+    - tiny (not in RULE_GROUPS): an op of fewer than TINY_BELOW iterations fused with TF gets T with the
+      same sizes (its fill then runs as its own op): the torch export's max pooling of 2,048 iterations
+      ran at 2.4x with TF, 3.7x with T.
+    Neither of the last two made a better policy on the validation programs (runs/v20, runs/v21:
+    docs/agent-training.md, "Two more rules").
     """
     sess = Session(program, openmp=openmp)
     applied: list[str] = []
@@ -225,6 +256,15 @@ def rule_variant(program: Program, schedule: Schedule, rules: tuple[str, ...] = 
         if "serial" in rules and acts and acts[0].kind == "TP" and iterations < SERIAL_BELOW:
             acts = [Action("T", acts[0].params), *acts[1:]]
             applied.append(f"{st.op.id}: serial")
+        if "tiny" in rules and acts and acts[0].kind == "TF" and iterations < TINY_BELOW:
+            acts = [Action("T", acts[0].params), *acts[1:]]
+            applied.append(f"{st.op.id}: tiny")
+        if "vector" in rules and _elementwise(st) and iterations >= VECTOR_FROM \
+                and not any(a.kind == "V" for a in acts):
+            rows = _row_actions(sess, "TP" if iterations >= SERIAL_BELOW else "T")
+            if rows and _apply_all(sess, rows) is not None:
+                acts = rows
+                applied.append(f"{st.op.id}: vector")
         if "TF" in rules and acts and acts[0].kind == "TP" and prod is not None \
                 and prod.op.name == "linalg.fill" and m.transformation["TF"].allowed:
             nxt = _apply_all(sess, [Action("TF", acts[0].params), *acts[1:]])
@@ -250,13 +290,14 @@ def rule_variant(program: Program, schedule: Schedule, rules: tuple[str, ...] = 
 
 
 def checked_by_rules(engine: Engine, program: Program, schedule: Schedule, speedup: float, threshold: float,
-                     rounds: int = 3) -> tuple[Schedule, float, int, str]:
-    """The target after each of RULE_GROUPS in turn (train --prefer-rules THRESHOLD): the group's variant
+                     rounds: int = 3, groups: tuple[tuple[str, ...], ...] = RULE_GROUPS
+                     ) -> tuple[Schedule, float, int, str]:
+    """The target after each of `groups` (RULE_GROUPS: the shipped recipe's) in turn (train --prefer-rules THRESHOLD): the group's variant
     (rule_variant) and the current target measured again, fresh and interleaved (`confirmed`, `rounds`
     rounds); the variant replaces the target when its median is at least `threshold` times the target's.
     Returns (schedule, its speedup, measurements made, what happened in words)."""
     made, why = 0, []
-    for group in RULE_GROUPS:
+    for group in groups:
         variant, rules = rule_variant(program, schedule, group, engine.openmp)
         if not rules:
             continue

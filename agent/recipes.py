@@ -121,10 +121,14 @@ class DefaultRecipe:
     confirm_rounds: int = 3
     """(with --confirm or --prefer-rules) rounds of the fresh, interleaved measurements"""
     prefer_rules: float = 0.0
-    """(hill teacher) the target with a group of expert.rule_variant's rules applied (expert.RULE_GROUPS: TF
-    where the producer is the output's fill and row tiles on 2-D elementwise ops, then T for TP on small
-    ops) replaces the target when, timed again side by side with it (--confirm-rounds), its median is at
-    least this fraction of the target's (e.g. 0.97); each group in turn. 0: off"""
+    """(hill teacher) the target with a group of expert.rule_variant's rules applied (--rule-groups) replaces
+    the target when, timed again side by side with it (--confirm-rounds), its median is at least this
+    fraction of the target's (e.g. 0.97); each group in turn. 0: off"""
+    rule_groups: list[str] = field(default_factory=lambda: ["TF+rows", "serial"])
+    """(with --prefer-rules) the rule groups, in order, rules in a group joined by +: TF (TF where a TP op's
+    producer is the output's fill), rows (row tiles on 2-D elementwise ops), serial (T for TP under 16,384
+    iterations), vector (rows and V on elementwise ops of 4,096 iterations or more left without V), tiny
+    (T for TF under 4,096 iterations); the shipped recipe's: TF+rows serial"""
     start_from: str | None = None
     """(hill teacher) expert iteration: on each training program hill climbing again from this policy
     checkpoint's one-pass schedule (--start-budget measurements); its best replaces the target when, timed
@@ -269,6 +273,10 @@ def train_default(r: DefaultRecipe, log: Callable[[str], None] = print,
         raise EngineError(f"--teacher is recipe or hill, not {r.teacher}")
     if r.limit is not None and r.limit < 1:
         raise EngineError(f"--limit must be at least 1, not {r.limit}")
+    try:
+        groups = expert.rule_groups(r.rule_groups)
+    except ValueError as e:
+        raise EngineError(str(e)) from None
     t0 = time.time()
 
     def say(msg: str) -> None:
@@ -339,7 +347,7 @@ def train_default(r: DefaultRecipe, log: Callable[[str], None] = print,
                 why += f"; {climbed}"
             if r.prefer_rules > 0 and len(sched) > 0:
                 sched, sp, n, checked = expert.checked_by_rules(eng, prog, sched, sp, r.prefer_rules,
-                                                                r.confirm_rounds)
+                                                                r.confirm_rounds, groups)
                 made["targets"] += n
                 why += f"; {checked}" if checked else ""
             target_by[i] = (sched, sp)
@@ -435,6 +443,7 @@ def train_default(r: DefaultRecipe, log: Callable[[str], None] = print,
         "demos": r.demos, "demo_ratio": r.demo_ratio, "demo_temperature": r.demo_temperature,
         "demo_schedules": n_demos, "choose_by": r.choose_by,
         "confirm": r.confirm, "confirm_rounds": r.confirm_rounds, "prefer_rules": r.prefer_rules,
+        "rule_groups": r.rule_groups,
         "start_from": r.start_from, "start_budget": r.start_budget, "start_prefer": r.start_prefer,
         "bc_decisions": len(examples), "bc_epochs": r.bc_epochs, "bc_lr": r.bc_lr, "bc_lr_end": r.bc_lr_end,
         "bc_loss": [bc_rows[0][1], bc_rows[-1][1]] if bc_rows else None,

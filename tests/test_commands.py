@@ -156,6 +156,13 @@ def test_train_help_documents_the_recipe(capsys):
         assert words in out, words
 
 
+def test_train_names_an_unknown_rule_in_one_line(tmp_path, capsys):
+    out = tmp_path / "run"
+    assert main(["train", "--recipe", "default", "--out", str(out), "--rule-groups", "TF+rows", "sereal"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "unknown rule 'sereal' in --rule-groups" in err and "\n" not in err and not out.exists()
+
+
 def test_tiny_recipe_runs_end_to_end(tmp_path, cache_dir, capsys):
     """The whole pipeline on one program: generate, teacher, cloning, one PPO iteration, choice, record."""
     from mlir_rl_tui.agent.recipes import CHECKPOINTS

@@ -140,16 +140,100 @@ def test_rule_variant_fuses_fills_and_gives_2d_elementwise_ops_row_tiles(engine)
 
     seq = load_file(str(SAMPLES / "sequence5.mlir"))  # a matmul tiled serially (T): no rule
     kept = parse("op0: NT; op1: T(32,32,0) T(8,32,1) V; op2: T(4,0) V; op3: NT; op4: NT; op5: NT; op6: NT")
-    assert rule_variant(seq, kept) == (kept, [])
+    assert rule_variant(seq, kept, ("TF", "rows", "serial", "tiny")) == (kept, [])  # NT ops: "vector"'s
     block = load_file(str(TORCH / "mobilenet_block.mlir"))  # op0: a 4-D elementwise op, its producer another
     four_d = parse("op0: TP(1,1,1,16) T(1,1,1,8) V")
     assert rule_variant(block, four_d, ("TF", "rows")) == (four_d, [])
-    serial, rules = rule_variant(block, four_d)  # 1x8x16x16: 2,048 iterations < SERIAL_BELOW
+    serial, rules = rule_variant(block, four_d, ("serial",))  # 1x8x16x16: 2,048 iterations < SERIAL_BELOW
     assert rules == ["op0: serial"] and to_text(serial).startswith("op0: T(1,1,1,16) T(1,1,1,8) V; op1: NT")
 
     conv = load_file(str(SAMPLES / "conv2d.mlir"))  # the fused fill keeps its T, sizes covering the tile -> 0
     variant, rules = rule_variant(conv, parse("op0: TP(1,8,8,32,0,0,0) T(1,1,8,16,1,1,1) V; op1: T(1,4,8,64) V"))
     assert rules == ["op0: TF"] and to_text(variant).endswith("op1: T(0,4,0,0) V")
+
+
+_ELEMENTWISE_4D = """func.func @forward(%arg0: tensor<{shape}xf32>) -> tensor<{shape}xf32> {{
+  %one = arith.constant 1.000000e+00 : f32
+  %e = tensor.empty() : tensor<{shape}xf32>
+  %r = linalg.generic {{indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>,
+      affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>],
+      iterator_types = ["parallel", "parallel", "parallel", "parallel"]}}
+      ins(%arg0 : tensor<{shape}xf32>) outs(%e : tensor<{shape}xf32>) {{
+  ^bb0(%x: f32, %o: f32):
+{body}
+  }} -> tensor<{shape}xf32>
+  return %r : tensor<{shape}xf32>
+}}
+"""
+_SIGMOID = """    %a = arith.negf %x : f32
+    %b = math.exp %a : f32
+    %c = arith.addf %b, %one : f32
+    %y = arith.divf %one, %c : f32
+    linalg.yield %y : f32"""
+_RELU = """    %z = arith.constant 0.000000e+00 : f32
+    %y = arith.maximumf %x, %z : f32
+    linalg.yield %y : f32"""
+
+
+def test_rule_variant_vectorizes_large_elementwise_ops_and_serializes_tiny_fused_ones(engine, tmp_path):
+    """expert.rule_variant's "vector" and "tiny" rules (train --rule-groups): an elementwise op of >=
+    VECTOR_FROM iterations left without V gets rows and V (4-D: tiles of 1 outside), parallel (TP) from
+    SERIAL_BELOW iterations, a smaller one is left alone; a fused (TF) op under TINY_BELOW iterations
+    runs serially. Each variant compiles, runs and validates on real MLIR."""
+    from conftest import SAMPLES, TORCH
+
+    from mlir_rl_tui.agent.expert import rule_variant
+    from mlir_rl_tui.engine import parse
+
+    relu = load_file(str(SAMPLES / "relu.mlir"))  # 512x1024
+    variant, rules = rule_variant(relu, parse("op0: NT"))
+    assert rules == ["op0: vector"] and to_text(variant) == "op0: TP(1,64) T(1,8) V"
+    assert rule_variant(relu, parse("op0: NT"), ("TF", "rows", "serial", "tiny"))[1] == []
+    assert engine.measure(relu, variant).validated
+
+    def program(name: str, shape: str, body: str):
+        path = tmp_path / f"{name}.mlir"
+        path.write_text(_ELEMENTWISE_4D.format(shape=shape, body=body))
+        return load_file(str(path))
+
+    big = program("relu", "1x32x32x32", _RELU)  # 32,768 iterations
+    variant, rules = rule_variant(big, parse("op0: T(1,1,2,32) NT"))
+    assert rules == ["op0: vector"] and to_text(variant) == "op0: TP(1,1,1,32) T(1,1,1,8) V"
+    assert engine.measure(big, variant).validated
+    sigmoid = program("sigmoid", "1x16x16x32", _SIGMOID)  # 8,192 iterations: rows and V, serial
+    variant, rules = rule_variant(sigmoid, parse("op0: NT"))
+    assert rules == ["op0: vector"] and to_text(variant) == "op0: T(1,1,1,32) T(1,1,1,8) V"
+    assert engine.measure(sigmoid, variant).validated
+    small = program("small_relu", "1x4x16x32", _RELU)  # 2,048 < VECTOR_FROM: left as it is
+    assert rule_variant(small, parse("op0: NT")) == (parse("op0: NT"), [])
+
+    pool = load_file(str(TORCH / "maxpool.mlir"))  # 1x8x8x8 out, 2x2 window: 2,048 iterations
+    fused = parse("op0: TF(1,1,1,8,0,0) T(1,1,1,8,1,1) V; op1: V")
+    variant, rules = rule_variant(pool, fused, ("tiny",))
+    assert rules == ["op0: tiny"] and to_text(variant) == "op0: T(1,1,1,8,0,0) T(1,1,1,8,1,1) V; op1: V"
+    assert rule_variant(pool, fused, ("serial",)) == (fused, [])
+    assert engine.measure(pool, variant).validated
+
+
+def test_checked_by_rules_checks_the_groups_it_is_given(engine):
+    """train --rule-groups: expert.rule_groups reads `TF+rows serial` (the shipped groups) and names an
+    unknown rule; checked_by_rules with the shipped groups leaves an NT target alone, with `vector` times
+    the rows variant beside it (2 fresh measurements at 1 round) and takes it."""
+    from conftest import SAMPLES
+
+    from mlir_rl_tui.agent.expert import RULE_GROUPS, checked_by_rules, rule_groups
+    from mlir_rl_tui.engine import parse
+
+    assert rule_groups(["TF+rows", "serial"]) == RULE_GROUPS
+    with pytest.raises(ValueError, match="unknown rule 'sereal'"):
+        rule_groups(["TF+rows", "sereal"])
+    relu = load_file(str(SAMPLES / "relu.mlir"))
+    nt = parse("op0: NT")
+    assert checked_by_rules(engine, relu, nt, 1.0, 0.97, rounds=1) == (nt, 1.0, 0, "")
+    made = engine.evaluated
+    sched, sp, n, why = checked_by_rules(engine, relu, nt, 1.0, 0.0, rounds=1, groups=rule_groups(["vector"]))
+    assert to_text(sched) == "op0: TP(1,64) T(1,8) V" and n == 2 and engine.evaluated - made == 2
+    assert "op0: vector" in why and why.endswith("taken") and sp > 0
 
 
 def test_checked_by_rules_takes_a_rule_variant_by_its_fresh_timing_beside_the_target(engine, matmul):
