@@ -127,7 +127,8 @@ class DefaultRecipe:
     rule_groups: list[str] = field(default_factory=lambda: ["TF+rows", "serial"])
     """(with --prefer-rules) the rule groups, in order, rules in a group joined by +: TF (TF where a TP op's
     producer is the output's fill), rows (row tiles on 2-D elementwise ops), serial (T for TP under 16,384
-    iterations), vector (rows and V on elementwise ops of 4,096 iterations or more left without V), tiny
+    iterations), vector (rows and V on elementwise ops of 4,096 iterations or more left without V, in a target that keeps
+    the baseline too), tiny
     (T for TF under 4,096 iterations); the shipped recipe's: TF+rows serial"""
     start_from: str | None = None
     """(hill teacher) expert iteration: on each training program hill climbing again from this policy
@@ -345,7 +346,7 @@ def train_default(r: DefaultRecipe, log: Callable[[str], None] = print,
                                                                   r.seed + i, r.start_prefer, r.confirm_rounds)
                 made["targets"] += n
                 why += f"; {climbed}"
-            if r.prefer_rules > 0 and len(sched) > 0:
+            if r.prefer_rules > 0:  # a baseline target too: "vector" may beat it
                 sched, sp, n, checked = expert.checked_by_rules(eng, prog, sched, sp, r.prefer_rules,
                                                                 r.confirm_rounds, groups)
                 made["targets"] += n

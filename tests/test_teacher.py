@@ -217,21 +217,23 @@ def test_rule_variant_vectorizes_large_elementwise_ops_and_serializes_tiny_fused
 
 def test_checked_by_rules_checks_the_groups_it_is_given(engine):
     """train --rule-groups: expert.rule_groups reads `TF+rows serial` (the shipped groups) and names an
-    unknown rule; checked_by_rules with the shipped groups leaves an NT target alone, with `vector` times
-    the rows variant beside it (2 fresh measurements at 1 round) and takes it."""
+    unknown rule; checked_by_rules with the shipped groups leaves an NT target and the baseline alone, with
+    `vector` times the baseline's rows variant beside it (2 fresh measurements at 1 round) and takes it."""
     from conftest import SAMPLES
 
     from mlir_rl_tui.agent.expert import RULE_GROUPS, checked_by_rules, rule_groups
-    from mlir_rl_tui.engine import parse
+    from mlir_rl_tui.engine import Schedule, parse
 
     assert rule_groups(["TF+rows", "serial"]) == RULE_GROUPS
     with pytest.raises(ValueError, match="unknown rule 'sereal'"):
         rule_groups(["TF+rows", "sereal"])
     relu = load_file(str(SAMPLES / "relu.mlir"))
-    nt = parse("op0: NT")
+    nt, baseline = parse("op0: NT"), Schedule({})  # the recipe's target where the search kept the baseline
     assert checked_by_rules(engine, relu, nt, 1.0, 0.97, rounds=1) == (nt, 1.0, 0, "")
+    assert checked_by_rules(engine, relu, baseline, 1.0, 0.97, rounds=1) == (baseline, 1.0, 0, "")
     made = engine.evaluated
-    sched, sp, n, why = checked_by_rules(engine, relu, nt, 1.0, 0.0, rounds=1, groups=rule_groups(["vector"]))
+    sched, sp, n, why = checked_by_rules(engine, relu, baseline, 1.0, 0.0, rounds=1,
+                                         groups=rule_groups(["vector"]))
     assert to_text(sched) == "op0: TP(1,64) T(1,8) V" and n == 2 and engine.evaluated - made == 2
     assert "op0: vector" in why and why.endswith("taken") and sp > 0
 
