@@ -241,7 +241,7 @@ def rule_variant(program: Program, schedule: Schedule, rules: tuple[str, ...] = 
     - tiny (not in RULE_GROUPS): an op of fewer than TINY_BELOW iterations fused with TF gets T with the
       same sizes (its fill then runs as its own op): the torch export's max pooling of 2,048 iterations
       ran at 2.4x with TF, 3.7x with T.
-    Neither of the last two made a better policy on the validation programs (runs/v20, runs/v21:
+    Neither of the last two made a better policy on the validation programs (runs/v20-v22:
     docs/agent-training.md, "Two more rules").
     """
     sess = Session(program, openmp=openmp)
@@ -292,9 +292,10 @@ def rule_variant(program: Program, schedule: Schedule, rules: tuple[str, ...] = 
 def checked_by_rules(engine: Engine, program: Program, schedule: Schedule, speedup: float, threshold: float,
                      rounds: int = 3, groups: tuple[tuple[str, ...], ...] = RULE_GROUPS
                      ) -> tuple[Schedule, float, int, str]:
-    """The target after each of `groups` (RULE_GROUPS: the shipped recipe's) in turn (train --prefer-rules THRESHOLD): the group's variant
-    (rule_variant) and the current target measured again, fresh and interleaved (`confirmed`, `rounds`
-    rounds); the variant replaces the target when its median is at least `threshold` times the target's.
+    """The target after each of `groups` in turn (train --prefer-rules THRESHOLD --rule-groups; RULE_GROUPS:
+    the shipped recipe's): the group's variant (rule_variant) and the current target measured again, fresh
+    and interleaved (`confirmed`, `rounds` rounds); the variant replaces the target when its median is at
+    least `threshold` times the target's. A target that keeps the baseline (no actions) is checked too.
     Returns (schedule, its speedup, measurements made, what happened in words)."""
     made, why = 0, []
     for group in groups:

@@ -46,8 +46,9 @@ and its targets checked against expert.rule_variant's rules (fresh timings, 12 m
         --prefer-rules 0.97 --ship
 
 `--demos`, `--choose-by`, `--confirm` (the teacher's best and runners-up timed again side by side),
-longer cloning and `--start-from` (expert iteration: a climb from the policy's own schedule) did not beat
-the same recipe without them on validation programs; `--prefer-rules` did (docs/agent-training.md).
+longer cloning, `--start-from` (expert iteration: a climb from the policy's own schedule) and
+`--rule-groups TF+rows serial vector tiny` (two more rules) did not beat the same recipe without them on
+validation programs; `--prefer-rules` did (docs/agent-training.md).
 """
 
 from __future__ import annotations
@@ -127,9 +128,9 @@ class DefaultRecipe:
     rule_groups: list[str] = field(default_factory=lambda: ["TF+rows", "serial"])
     """(with --prefer-rules) the rule groups, in order, rules in a group joined by +: TF (TF where a TP op's
     producer is the output's fill), rows (row tiles on 2-D elementwise ops), serial (T for TP under 16,384
-    iterations), vector (rows and V on elementwise ops of 4,096 iterations or more left without V, in a target that keeps
-    the baseline too), tiny
-    (T for TF under 4,096 iterations); the shipped recipe's: TF+rows serial"""
+    iterations), vector (rows and V on elementwise ops of 4,096 iterations or more left without V, in a
+    target that keeps the baseline too), tiny (T for TF under 4,096 iterations); the shipped recipe's:
+    TF+rows serial"""
     start_from: str | None = None
     """(hill teacher) expert iteration: on each training program hill climbing again from this policy
     checkpoint's one-pass schedule (--start-budget measurements); its best replaces the target when, timed
