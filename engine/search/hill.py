@@ -98,18 +98,19 @@ def starts(ev: Evaluator, allowed: dict[str, list[str]] | None = None) -> list[d
     return points
 
 
-def recipes_of(ev: Evaluator, schedule: Schedule) -> dict[str, Recipe]:
+def recipes_of(ev: Evaluator, schedule: Schedule, fallback: dict[str, Recipe] | None = None
+               ) -> dict[str, Recipe]:
     """The hill-climbing point nearest a complete schedule: per tunable op its first tiling (kind and sizes),
     its second tiling T (none: 0 on every loop) and its end (V or NT); a size that is not a candidate becomes
     the largest candidate below it. An op untiled in `schedule` gets an untiled recipe (T with all sizes 0,
     which `schedule_from` skips); an op whose actions include an interchange, which recipes cannot express,
-    gets the register-tile start (`starts`)."""
+    gets the register-tile start (`fallback`, computed by `starts` when not given)."""
     ts = ev.engine.limits.tile_sizes
 
     def idx(size: int) -> int:
         return max(i for i, t in enumerate(ts) if t <= size)
 
-    default: dict[str, Recipe] = {}
+    default = fallback or {}
     out: dict[str, Recipe] = {}
     for st in ev.session().states.values():
         if not tunable(st):
@@ -163,7 +164,7 @@ def hill_climb(ev: Evaluator, rng: np.random.Generator, start: Schedule | None =
         return
     allowed = {op_id: kinds(ev, op_id) for op_id in points[0]}
     point, value = None, None
-    for p in [recipes_of(ev, start)] if start is not None else starts(ev, allowed):
+    for p in [recipes_of(ev, start, points[0])] if start is not None else starts(ev, allowed):
         v = ev.measure(schedule_from(ev, p))
         if point is None or ev.better(v, value):
             point, value = p, v
