@@ -106,6 +106,11 @@ class LinalgOp:
     #: Why the vectorizer cannot turn a reduction of this op into a vector reduction ("" if it can):
     #: each reduced output must be accumulated by one add/mul/min/max/and/or/xor (an argmax is not).
     unvectorizable_reduction: str = ""
+    #: A linalg.fill whose result is the padded buffer a tensor.insert_slice writes into (a `tensor.pad`
+    #: after engine.graph's `pad` rewrite): left as it is, the insert's producer writes straight into the
+    #: buffer (eliminate-empty-tensors); tiled, bufferization copies it in through MLIR's generic strided
+    #: `memrefCopy` instead (engine.mask allows it NT only).
+    pad_fill: bool = False
 
     @property
     def shape_text(self) -> str:
@@ -543,6 +548,15 @@ def _reduction_blocker(op, n_in: int, iterators: list[str], access: list[list[li
     return ""
 
 
+def _fills_padding(raw) -> bool:
+    """Whether a fill's result is the destination of a tensor.insert_slice (LinalgOp.pad_fill)."""
+    for res in raw.results:
+        for use in res.uses:
+            if use.owner.name == "tensor.insert_slice" and use.operand_number == 1:
+                return True
+    return False
+
+
 def _describe(raw_ops: list, name: str) -> list[LinalgOp]:
     from mlir import ir
 
@@ -632,5 +646,6 @@ def _describe(raw_ops: list, name: str) -> list[LinalgOp]:
                     best = (p, k)
         if best is not None:
             d.fusion_producer, d.fusion_operand = best[0].id, best[1]
+        d.pad_fill = d.name == "linalg.fill" and _fills_padding(raw)
     described.sort(key=lambda d: int(d.id[2:]))
     return described
