@@ -106,10 +106,11 @@ class LinalgOp:
     #: Why the vectorizer cannot turn a reduction of this op into a vector reduction ("" if it can):
     #: each reduced output must be accumulated by one add/mul/min/max/and/or/xor (an argmax is not).
     unvectorizable_reduction: str = ""
-    #: A linalg.fill whose result is the padded buffer a tensor.insert_slice writes into (a `tensor.pad`
-    #: after engine.graph's `pad` rewrite): left as it is, the insert's producer writes straight into the
-    #: buffer (eliminate-empty-tensors); tiled, bufferization copies it in through MLIR's generic strided
-    #: `memrefCopy` instead (engine.mask allows it NT only).
+    #: A linalg.fill whose only use is the padded buffer a tensor.insert_slice writes a linalg op's result
+    #: into (a `tensor.pad` after engine.graph's `pad` rewrite): left as it is, that producer writes straight
+    #: into the buffer (eliminate-empty-tensors); tiled, bufferization copies the result in through MLIR's
+    #: generic strided `memrefCopy` instead (engine.mask allows it NT only). A fill shared by two pads, or
+    #: padding a function argument, is copied into either way, and there a vectorized fill is faster.
     pad_fill: bool = False
 
     @property
@@ -549,12 +550,13 @@ def _reduction_blocker(op, n_in: int, iterators: list[str], access: list[list[li
 
 
 def _fills_padding(raw) -> bool:
-    """Whether a fill's result is the destination of a tensor.insert_slice (LinalgOp.pad_fill)."""
-    for res in raw.results:
-        for use in res.uses:
-            if use.owner.name == "tensor.insert_slice" and use.operand_number == 1:
-                return True
-    return False
+    """Whether a fill's only use is as the destination of a tensor.insert_slice of a linalg op's result
+    (LinalgOp.pad_fill: the case where the result is written into the buffer without a copy)."""
+    uses = [u for res in raw.results for u in res.uses]
+    if len(uses) != 1 or uses[0].owner.name != "tensor.insert_slice" or uses[0].operand_number != 1:
+        return False
+    src = uses[0].owner.operands[0].owner  # an op, or the Block of a function argument
+    return getattr(src, "name", "").startswith("linalg.")
 
 
 def _describe(raw_ops: list, name: str) -> list[LinalgOp]:
