@@ -189,3 +189,34 @@ def _write(tmp_path, text):
     p = tmp_path / "padded.mlir"
     p.write_text(text)
     return p
+
+
+def test_a_tiled_padded_fill_really_costs_a_copy(engine):
+    """The rule above is MLIR's behaviour, checked: the compile pipeline's bufferization (engine.compile)
+    leaves no copy when the fill is left alone, and copies the ReLU's result in (memref.copy into a strided
+    subview) once the fill is tiled; the same program with the rule switched off is how that schedule is made."""
+    import copy
+    import os
+    import subprocess
+
+    import mlir
+
+    from mlir_rl_tui.engine import load, parse
+    from mlir_rl_tui.engine.compile import BUFFERIZE
+
+    prog = load(PADDED, name="padded")
+    fill = next(o for o in prog.ops if o.name == "linalg.fill")
+    relu = next(o for o in prog.ops if o.name == "linalg.generic")
+    unmasked = copy.deepcopy(prog)
+    for o in unmasked.ops:
+        o.pad_fill = False
+    mlir_opt = os.path.join(os.path.dirname(mlir.__path__[0] + "/"), "bin", "mlir-opt")
+    copies = {}
+    for fill_actions in ("NT", "T(1,2,0,0) NT"):
+        status, ir_text = engine.transformed_ir(unmasked, parse(f"{relu.id}: T(1,1,1,32) V; {fill.id}: {fill_actions}"))
+        assert status == "ok"
+        out = subprocess.run([mlir_opt, f"--pass-pipeline=builtin.module({BUFFERIZE})"], input=ir_text,
+                             capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0, out.stderr
+        copies[fill_actions] = out.stdout.count("memref.copy")
+    assert copies == {"NT": 0, "T(1,2,0,0) NT": 1}
