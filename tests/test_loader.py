@@ -15,7 +15,7 @@ import time
 
 import pytest
 from bad_inputs import KINDS, add, chain, matmul, multi_public, nested_types, private_helper_first, write
-from conftest import SAMPLE_FILES, SAMPLES, TORCH, TORCH_FILES
+from conftest import SAMPLE_FILES, SAMPLES, TORCH, TORCH_FILES, mlir_opt_path
 
 from mlir_rl_tui.engine import LoadError, load, load_file
 from mlir_rl_tui.engine.errors import EntryError
@@ -227,8 +227,6 @@ def test_export_of_an_entry_tags_and_transforms_only_that_function(engine, tmp_p
     """export.replayable parses in the loader; mlir-opt replays it to the worker's IR, in @helper only."""
     import subprocess
 
-    import mlir
-
     from mlir_rl_tui.engine import parse
     from mlir_rl_tui.engine.export import replayable, strip_transforms
 
@@ -239,7 +237,7 @@ def test_export_of_an_entry_tags_and_transforms_only_that_function(engine, tmp_p
     assert payload.count('rl.op = "op0"') == 1 and payload.index('rl.op = "op0"') < payload.index("@forward")
     path = tmp_path / "replay.mlir"
     path.write_text(text)
-    mlir_opt = os.path.join(os.path.dirname(mlir.__path__[0] + "/"), "bin", "mlir-opt")
+    mlir_opt = mlir_opt_path()
     out = subprocess.run([mlir_opt, "--transform-interpreter", str(path)], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     status, ir_text = engine.transformed_ir(prog, sched)

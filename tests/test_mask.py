@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from conftest import mlir_opt_path
 
 from mlir_rl_tui.engine import Action, ScheduleError, Session, load_file
 from mlir_rl_tui.engine.actions import apply_vector, flat_mask, nvec
@@ -196,10 +197,7 @@ def test_a_tiled_padded_fill_really_costs_a_copy(engine):
     leaves no copy when the fill is left alone, and copies the ReLU's result in (memref.copy into a strided
     subview) once the fill is tiled; the same program with the rule switched off is how that schedule is made."""
     import copy
-    import os
     import subprocess
-
-    import mlir
 
     from mlir_rl_tui.engine import load, parse
     from mlir_rl_tui.engine.compile import BUFFERIZE
@@ -210,7 +208,7 @@ def test_a_tiled_padded_fill_really_costs_a_copy(engine):
     unmasked = copy.deepcopy(prog)
     for o in unmasked.ops:
         o.pad_fill = False
-    mlir_opt = os.path.join(os.path.dirname(mlir.__path__[0] + "/"), "bin", "mlir-opt")
+    mlir_opt = mlir_opt_path()
     copies = {}
     for fill_actions in ("NT", "T(1,2,0,0) NT"):
         status, ir_text = engine.transformed_ir(unmasked, parse(f"{relu.id}: T(1,1,1,32) V; {fill.id}: {fill_actions}"))

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
+
+from conftest import mlir_opt_path
 
 from mlir_rl_tui.engine import parse
 from mlir_rl_tui.engine.export import replayable, strip_transforms
@@ -41,12 +42,11 @@ def test_baseline_script_is_empty_sequence(matmul):
 
 def test_mlir_opt_replays_the_exported_schedule(matmul, engine, tmp_path):
     """--emit-transform output, run through mlir-opt --transform-interpreter, gives the engine's IR."""
-    import mlir
 
     sched = parse("op0: TF(64,64,0) T(8,32,1) V")
     path = tmp_path / "replay.mlir"
     path.write_text(replayable(matmul, sched))
-    mlir_opt = os.path.join(os.path.dirname(mlir.__path__[0] + "/"), "bin", "mlir-opt")
+    mlir_opt = mlir_opt_path()
     out = subprocess.run([mlir_opt, "--transform-interpreter", str(path)], capture_output=True, text=True,
                          timeout=60)
     assert out.returncode == 0, out.stderr
@@ -59,7 +59,6 @@ def test_mlir_opt_replays_the_exported_schedule(matmul, engine, tmp_path):
 def test_mlir_opt_replay_of_a_parallel_conv_gives_the_same_result(engine, tmp_path):
     """The exported script of a TP + register tile + V schedule on conv2d: mlir-opt replays it to the
     engine's IR, and that IR, compiled and run, gives the untransformed program's output."""
-    import mlir
     import numpy as np
     from conftest import SAMPLES
 
@@ -70,7 +69,7 @@ def test_mlir_opt_replay_of_a_parallel_conv_gives_the_same_result(engine, tmp_pa
     sched = parse("op0: TP(1,28,0,0,0,0,0) T(1,1,8,32,1,0,1) V; op1: T(1,2,8,64) V")
     path = tmp_path / "replay.mlir"
     path.write_text(replayable(conv, sched))
-    mlir_opt = os.path.join(os.path.dirname(mlir.__path__[0] + "/"), "bin", "mlir-opt")
+    mlir_opt = mlir_opt_path()
     out = subprocess.run([mlir_opt, "--transform-interpreter", str(path)], capture_output=True, text=True,
                          timeout=120)
     assert out.returncode == 0, out.stderr
