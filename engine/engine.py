@@ -13,7 +13,7 @@ from mlir_rl_tui.engine.cache import Cache, machine_fingerprint
 from mlir_rl_tui.engine.compile import parallel_runtime
 from mlir_rl_tui.engine.config import DEFAULT_LIMITS, DEFAULT_MEASURE, Limits, MeasureConfig
 from mlir_rl_tui.engine.contention import HANDOFF_PROGRAM, HANDOFF_SCHEDULE
-from mlir_rl_tui.engine.mask import check_schedule
+from mlir_rl_tui.engine.mask import check_schedule, effective
 from mlir_rl_tui.engine.pool import Cancelled, WorkerDied, WorkerPool, WorkerTimeout
 from mlir_rl_tui.engine.program import Program, TensorSpec, sha256_text
 from mlir_rl_tui.engine.roofline import Peaks, measure_peaks, place
@@ -176,10 +176,12 @@ class Engine:
         that passed `check` (illegal ones raise ScheduleError when check=True)."""
         if check:
             check_schedule(program, schedule, self.limits, self.openmp)
-        # NT emits no transform: `op0: T(8,32,1) NT` is measured (and cached) as `op0: T(8,32,1)`, and an
-        # all-NT schedule is the baseline itself, not a second noisy measurement of the same code
+        # NT emits no transform, nor does a T that tiles nothing: `op0: T(8,32,1) T(8,32,1) NT` is measured
+        # (and cached) as `op0: T(8,32,1)`, and an all-NT schedule is the baseline itself, not a second noisy
+        # measurement of the same code
         full = to_text(schedule)
-        m = self._measure(program, without_nt(schedule), check, use_cache, on_progress, cancel)
+        m = self._measure(program, effective(program, schedule, self.limits, self.openmp), check, use_cache,
+                          on_progress, cancel)
         m.schedule = full
         return m
 
@@ -291,7 +293,7 @@ class Engine:
         worker's answer and whether the kernel is parallel; EngineError (one line, naming `what`) if it fails."""
         from mlir_rl_tui.engine.errors import EngineError
 
-        sched = without_nt(schedule)
+        sched = effective(program, schedule, self.limits, self.openmp)
         text = to_text(sched)
         parallel = bool(text) and uses_parallel(sched) and self.openmp
         req = self._request(program, script(program, sched, self.limits) if text else None, parallel, **kw)
@@ -309,7 +311,7 @@ class Engine:
         mask fuzz (benchmarks/mask_fuzz.py) checks thousands of random schedules with it."""
         if check:
             check_schedule(program, schedule, self.limits, self.openmp)
-        sched = without_nt(schedule)
+        sched = effective(program, schedule, self.limits, self.openmp)
         text = to_text(sched)
         body = script(program, sched, self.limits, check=check) if text else None
         parallel = bool(text) and uses_parallel(sched) and self.openmp
@@ -429,6 +431,3 @@ def widen(m: Measurement, rel: float) -> None:
     lo, hi = m.time_ci_ms
     m.time_ci_ms = [min(lo, m.time_ms / (1 + rel)), max(hi, m.time_ms * (1 + rel))]
 
-
-def without_nt(schedule: Schedule) -> Schedule:
-    return Schedule({k: [a for a in v if a.kind != "NT"] for k, v in schedule.ops.items()})

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from mlir_rl_tui.engine.config import DEFAULT_LIMITS, Limits
-from mlir_rl_tui.engine.mask import OpState, walk
+from mlir_rl_tui.engine.mask import OpState, tiles_nothing, walk
 from mlir_rl_tui.engine.program import TAG, Program
 from mlir_rl_tui.engine.schedule import Schedule
 
@@ -183,9 +183,10 @@ def build_body(program: Program, schedule: Schedule, limits: Limits = DEFAULT_LI
     hoist: list[str] = []  # reduction tile loops of vectorized ops, innermost first per op
     for st, a in walk(program, schedule, limits, check=check):
         op = st.op
+        # NT emits nothing, nor does a T that tiles nothing (no loop of two iterations: see tiles_nothing)
+        if tiles_nothing(st, a) or (a.kind == "NT" and op.id not in handles):
+            continue
         if op.id not in handles:
-            if all(x.kind == "NT" for x in schedule.actions(op.id)):
-                continue
             b.lines.append(f"    // {op.id} ({op.name} {op.shape_text}): "
                            + " ".join(str(x) for x in schedule.actions(op.id)))
             chain, tag = scopes.get(op.id, (["%root"], op.id))

@@ -35,6 +35,38 @@ def test_vectorize_emits_peak_code(matmul):
     assert "hoist" not in script(matmul, parse("op0: T(8,32,256) V"), check=False)
 
 
+def test_a_tiling_that_tiles_nothing_emits_nothing(matmul, engine, monkeypatch):
+    """`T(8,32,1)` again on an 8x32x1 tile makes only loops of one iteration. MLIR keeps them until the final
+    canonicalization, so inside the k loop they stop the accumulator's hoisting (the k loop carries the
+    8x32 tile as a tensor, read and written every iteration, not a vector in registers; 2.65x slower on a
+    16x768x768 matmul): the level emits nothing, and the schedule is the same code as the one without it,
+    measured and cached as that one."""
+    from mlir_rl_tui.engine import transforms
+    from mlir_rl_tui.engine.mask import effective
+    from mlir_rl_tui.engine.schedule import to_text
+
+    once, twice = parse("op0: T(32,32,0) T(8,32,1) V"), parse("op0: T(32,32,0) T(8,32,1) T(8,32,1) T(0,0,0) V")
+    code = [[ln for ln in script(matmul, s).splitlines() if "//" not in ln] for s in (once, twice)]
+    assert code[0] == code[1]
+    assert to_text(effective(matmul, twice)) == to_text(effective(matmul, once)) == "op0: T(32,32,0) T(8,32,1) V"
+    assert to_text(effective(matmul, parse("op0: T(256,256,256) NT"))) == ""  # the baseline
+    # a level that tiles one loop is kept
+    assert to_text(effective(matmul, parse("op0: T(8,32,1) T(4,32,1) V"))) == "op0: T(8,32,1) T(4,32,1) V"
+
+    status, good = engine.transformed_ir(matmul, twice)
+    monkeypatch.setattr(transforms, "tiles_nothing", lambda st, a: False)  # as before: one-iteration loops
+    status_old, old = engine.transformed_ir(matmul, twice)
+    monkeypatch.undo()
+    assert status == status_old == "ok"
+    assert "-> (vector<8x32xf32>)" in good  # the k loop carries the accumulator in registers
+    assert "-> (vector<8x32xf32>)" not in old and "-> (tensor<8x32xf32>)" in old
+
+    m1 = engine.measure(matmul, once)
+    m2 = engine.measure(matmul, twice)
+    assert m1.ok and m2.cached and m2.time_ms == m1.time_ms
+    assert m2.schedule == to_text(twice)  # the record names the schedule asked for
+
+
 def test_baseline_script_is_empty_sequence(matmul):
     text = script(matmul, parse(""))
     assert "structured" not in text and "transform.yield" in text
