@@ -12,6 +12,7 @@ from collections.abc import Callable
 
 from mlir_rl_tui.engine import Engine, Program, Schedule, Session, to_text
 from mlir_rl_tui.engine.errors import ScheduleError
+from mlir_rl_tui.engine.mask import effective
 from mlir_rl_tui.engine.schedule import TILED, Action, parse
 
 
@@ -52,6 +53,14 @@ def legal_schedule(program: Program, per_op: dict[str, list[Action]], openmp: bo
         if not sess.done and sess.current.op.id == op:
             sess = sess.apply(Action("NT"))
     return sess.schedule
+
+
+def policy_target(program: Program, schedule: Schedule, openmp: bool = True) -> Schedule:
+    """The schedule as the policy imitates it: tile sizes it can choose (`to_candidates`), and without the
+    tilings that tile nothing (`engine.mask.effective`: no code, and imitated they teach the policy to spend
+    its tau on them: hill climbing's schedules have them, e.g. `T(16)` on a loop of 16)."""
+    fitted = legal_schedule(program, schedule.ops, openmp, fit=to_candidates)
+    return legal_schedule(program, effective(program, fitted, openmp=openmp).ops, openmp)
 
 
 def imitation_target(engine: Engine, program: Program, schedule: Schedule, measurement,

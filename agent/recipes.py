@@ -13,8 +13,8 @@ the story), end to end on the project's 2-core machine:
    --teacher hill: `engine.search` hill climbing's schedule (with --tolerance F > 0, each op then set to
    NT when the schedule stays within a factor F of the best).
 3. Behaviour cloning of the targets (policy and value heads) for --bc-epochs epochs; a search's tile size the
-   policy cannot choose (hill climbing tiles by any divisor, e.g. 384) is made one it can
-   (`agent.expert.to_candidates`).
+   policy cannot choose (hill climbing tiles by any divisor, e.g. 384) is made one it can, and a tiling
+   that tiles nothing (no code: `engine.mask.effective`) is left out (`agent.expert.policy_target`).
 4. Optionally (--iterations > 0, default 0) PPO from the cloned weights, kept only if its greedy one-pass
    schedules are faster on the training programs (the evaluation split is never used to choose).
 5. The chosen weights are OUT/default.pt, with OUT/default.json describing the run; --ship copies both
@@ -240,7 +240,7 @@ def consistent_targets(train: list, demos: list[list[tuple]], policy_path: str) 
         scored = []
         for n_demo, (sched, sp, _w) in enumerate(program_demos):
             try:
-                fit = expert.legal_schedule(prog, sched.ops, fit=expert.to_candidates)
+                fit = expert.policy_target(prog, sched)
                 ll = bc.mean_log_likelihood(model, bc.examples_from_schedule(prog, fit))
             except EngineError:
                 continue
@@ -377,7 +377,7 @@ def train_default(r: DefaultRecipe, log: Callable[[str], None] = print,
         seen: set[str] = set()
         for n_demo, (sched, sp, weight) in enumerate(program_demos):
             try:
-                sched = expert.legal_schedule(prog, sched.ops, fit=expert.to_candidates)
+                sched = expert.policy_target(prog, sched)
                 if to_text(sched) in seen:  # two runners-up the policy can only express alike
                     continue
                 seen.add(to_text(sched))

@@ -171,6 +171,22 @@ def test_search_tile_sizes_beyond_the_candidates_become_ones_the_policy_can_choo
     assert str(odd).startswith("op0: T(16,32,0)")
 
 
+def test_the_policy_imitates_no_tiling_that_tiles_nothing(matmul):
+    """Hill climbing repeats tilings (`T(16)` on a loop of 16; `T(8,32,1)` on an 8x32x1 tile): no code
+    (engine.mask.effective), so the imitation target leaves them out rather than teach the policy to spend
+    its tau on them; a size the policy cannot choose that covers the loop becomes such a tiling too."""
+    from mlir_rl_tui.agent.bc import examples_from_schedule
+    from mlir_rl_tui.agent.expert import policy_target
+    from mlir_rl_tui.engine import parse
+
+    extent = matmul.ops[1].loops[1].bound
+    sched = parse(f"op0: TP(32,32,0) T(8,32,1) T(8,32,1) V; op1: T(1,{extent}) T(1,0) NT")
+    target = policy_target(matmul, sched)
+    assert str(target) == "op0: TP(32,32,0) T(8,32,1) V; op1: T(1,0) NT"
+    assert len(examples_from_schedule(matmul, target)) < len(examples_from_schedule(
+        matmul, parse("op0: TP(32,32,0) T(8,32,1) T(8,32,1) V; op1: T(1,0) NT")))
+
+
 def test_training_resumes_from_a_checkpoint(tmp_path, cache_dir, capsys):
     from mlir_rl_tui.agent import checkpoint, ppo
     from mlir_rl_tui.agent.policy import load
