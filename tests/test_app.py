@@ -84,6 +84,23 @@ async def test_masked_step_shows_reason_and_app_stays_usable(matmul_prog):
 
 
 @sync
+async def test_a_tiling_that_tiles_nothing_is_said(matmul_prog):
+    app = make_app(matmul_prog, FakeAdapter())
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        said: list[str] = []
+        real = app.main.notify
+        app.main.notify = lambda message, **kw: (said.append(message), real(message, **kw))
+        app.main.apply_action(Action("T", (32, 32, 32)))
+        await settle(pilot)
+        assert said == []
+        app.main.apply_action(Action("T", (32, 32, 32)))  # the tile is 32x32x32 already
+        await settle(pilot)
+        assert app.main.schedule_text == "op0: T(32,32,32) T(32,32,32)"
+        assert len(said) == 1 and "tiles no loop of op0 (its tile is 32x32x32): no code" in said[0]
+
+
+@sync
 async def test_crashing_step_shows_status_and_undo_recovers(matmul_prog):
     app = make_app(matmul_prog, FakeAdapter(fail={"TP": "crash"}))
     async with app.run_test(size=SIZE) as pilot:

@@ -19,6 +19,7 @@ from textual.worker import Worker, WorkerState, get_current_worker
 
 from mlir_rl_tui.adapter import Adapter, NoPolicy, Suggestion
 from mlir_rl_tui.engine import Action, EngineError, Program, Session, to_text
+from mlir_rl_tui.engine.mask import tiles_nothing
 from mlir_rl_tui.messages import (
     DiffReady,
     ExportDone,
@@ -247,12 +248,17 @@ class MainScreen(Screen):
     # ------------------------------------------------------------------------------------------
     def apply_action(self, action: Action, source: str = "user") -> bool:
         """Apply to the current op; a masked action shows its reason and changes nothing."""
+        st = self.workspace.session.current
         try:
             self.workspace.apply(action, source)
         except EngineError as e:
             self.query_one(StatusBar).set_status("masked", str(e))
             self.notify(str(e), title="not applied", severity="warning")
             return False
+        if st is not None and tiles_nothing(st, action):
+            extents = "x".join(str(st.extents[st.loop_at(p)]) for p in range(st.n_loops))
+            self.notify(f"{action} tiles no loop of {st.op.id} (its tile is {extents}): no code, the schedule "
+                        "measures as without it; it counts against tau", title="tiles nothing", markup=False)
         self._stepped()
         return True
 
