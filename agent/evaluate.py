@@ -71,6 +71,7 @@ def evaluate_program(eng: Engine, policy, path: str, budgets: list[int], seed: i
     row["fallback"] = fallback_fires(*own)
     row["policy_with_fallback"] = with_fallback(*own)
     row["contended"] = sum(m.contended for ms in runs.values() for m in ms)  # engine.contention, after retries
+    row["far"] = sum(m.far for ms in runs.values() for m in ms)  # the host kept the cores far, after retries
     handoff = [m.handoff_us for ms in runs.values() for m in ms if m.handoff_us]
     row["handoff_us"] = statistics.median(handoff) if handoff else None  # the cores' state while measured
     base = [m.baseline_ms for ms in runs.values() for m in ms if m.baseline_ms]
@@ -106,6 +107,7 @@ def summarize(rows: list[dict], budgets: list[int] = ()) -> dict:
     out["below_baseline_programs"] = [os.path.basename(r["program"]) for r in rows if r.get("policy_below_baseline")]
     out["fallbacks"] = sum(1 for r in rows if r.get("fallback"))
     out["contended_measurements"] = sum(r.get("contended", 0) for r in rows)
+    out["far_measurements"] = sum(r.get("far", 0) for r in rows)
     return out
 
 

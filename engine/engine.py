@@ -23,7 +23,7 @@ from mlir_rl_tui.engine.transforms import script, uses_parallel
 STATUSES = ("ok", "transform-error", "compile-error", "crash", "timeout", "wrong-result", "cancelled")
 #: Fields of a Measurement the cache does not store (Measurement.to_record)
 _NOT_STORED = ("cached", "transformed_ir", "gflops", "peak_fraction", "bound", "foreign_cores", "contended",
-               "handoff_us")
+               "handoff_us", "far")
 
 
 @dataclass
@@ -61,6 +61,9 @@ class Measurement:
     # a parallel kernel's: the hand-off probe's median time around its timing (engine.contention), in us:
     # what a fork and join cost at that moment on this machine
     handoff_us: float | None = None
+    # whether the probe said the host kept the cores far apart through every retry (engine.contention.far):
+    # the figure is this moment's, not the machine's usual, so it is not stored either
+    far: bool = False
 
     @property
     def ok(self) -> bool:
@@ -163,6 +166,9 @@ class Engine:
         self.evaluated = 0  # measurements really made (not from the cache)
         self._peaks: Peaks | None | bool = None  # False: could not be measured
         self._handoff_req: dict | None | bool = None  # False: the probe could not be built
+        #: the fastest hand-off probe of this engine's parallel timings, in us: the machine's near state,
+        #: against which a timing counts as far (engine.contention.far)
+        self.near_handoff_us: float | None = None
 
     # ------------------------------------------------------------------------------------------
     def baseline(self, program: Program, on_progress: Callable | None = None,
@@ -220,8 +226,8 @@ class Engine:
             widen(m, abs(math.log(m.baseline_ms / base.time_ms)))
         # a disagreement with PyTorch's reference depends on a file beside the program, not in the cache's key
         against_torch = m.status == "wrong-result" and "PyTorch" in (m.error or "")
-        # a contended timing is not stored: measured again, it may get the cores it needs
-        if use_cache and self.cache is not None and not against_torch and not m.contended:
+        # a contended or far timing is not stored: measured again, it may get the cores it needs
+        if use_cache and self.cache is not None and not against_torch and not m.contended and not m.far:
             self.cache.put(program.sha256, text, self.machine, m.to_record())
         return m
 
@@ -379,6 +385,7 @@ class Engine:
         req = self._request(program, body, parallel, run_limit_s=limit)
         if parallel:
             req["handoff"] = self._handoff()
+            req["near_handoff_us"] = self.near_handoff_us
         # The worker's watchdog stops a run at `limit` (engine.watchdog). This is the backstop for a
         # worker that does not answer at all, counted from its last progress event: a round is at most
         # 3 runs just under the limit, plus a baseline round (its runs are a tenth of the limit).
@@ -397,12 +404,16 @@ class Engine:
             return Measurement(status="cancelled", schedule=text, error="cancelled")
         self.evaluated += 1
         status = res["status"]
+        h = res.get("handoff_us")
+        if h and (self.near_handoff_us is None or h < self.near_handoff_us):
+            self.near_handoff_us = h
         return Measurement(status=status, schedule=text, time_ms=res.get("time_ms"), validated=status == "ok",
                            error=res.get("error", ""), time_ci_ms=res.get("time_ci_ms"),
                            baseline_ms=res.get("paired_baseline_ms"), baseline_ci_ms=res.get("paired_baseline_ci_ms"),
                            speedup_ci=res.get("speedup_rel_ci"), runs=res.get("runs", 0), times_ms=res.get("times_ms", []),
                            stages_ms=res.get("stages_ms", {}), foreign_cores=res.get("foreign_cores"),
-                           contended=bool(res.get("contended")), handoff_us=res.get("handoff_us"))
+                           contended=bool(res.get("contended")), handoff_us=res.get("handoff_us"),
+                           far=bool(res.get("far")))
 
 
 def torch_reference(program: Program) -> str | None:

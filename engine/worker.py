@@ -23,7 +23,7 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from mlir_rl_tui.engine.contention import HANDOFF_RUNS, Watch, contended
+from mlir_rl_tui.engine.contention import FAR_WAITS_S, HANDOFF_RUNS, Watch, contended, far
 from mlir_rl_tui.engine.watchdog import Watchdog
 
 #: Guards the protocol stream: the watchdog thread may answer too (engine.watchdog).
@@ -148,7 +148,8 @@ def _pinned():
 
 
 #: Times a timing is repeated (after 0.1, 0.2, 0.4 s) while other processes use a core the kernel needs
-#: (engine.contention); the last one is reported, marked contended if it still was.
+#: (engine.contention); the last one is reported, marked contended if it still was. While the host keeps
+#: the cores far apart it is repeated after engine.contention.FAR_WAITS_S, then marked far.
 CONTENTION_RETRIES = 3
 #: The cores this worker may use, read before OpenMP binds its first thread to core 0 (KMP_AFFINITY).
 _CORES = len(os.sched_getaffinity(0))
@@ -348,9 +349,12 @@ def handle(req: dict, out, baselines: _Baselines, watchdog: Watchdog | None = No
     compiled, first, base, extra = prepared
     cfg = TimingConfig(**req.get("timing", {}))
     cpu = req.get("cpu_lock") if req.get("exclusive", True) or req["parallel"] else None
-    for attempt in range(CONTENTION_RETRIES + 1):  # timed again while other processes took a needed core
-        if attempt:
-            time.sleep(0.1 * 2 ** (attempt - 1))
+    near = req.get("near_handoff_us")  # the engine's fastest hand-off probe so far (engine.contention.far)
+    wait = 0.0
+    for attempt in range(max(CONTENTION_RETRIES, len(FAR_WAITS_S)) + 1):
+        if attempt:  # timed again while other processes took a needed core, or the host kept the cores far
+            phase("run", 0, 0)  # the pool counts its time-out from the last event
+            time.sleep(wait)
         with _flock(req.get("lock")), _flock(cpu), _pinned(), _spinning(compiled, req["parallel"]):
             seen = Watch.start()
             handoff = _handoff_us(probe)
@@ -361,7 +365,14 @@ def handle(req: dict, out, baselines: _Baselines, watchdog: Watchdog | None = No
             handoff += _handoff_us(probe)
             foreign = seen.foreign_cores()
         busy = contended(foreign, req["parallel"], _CORES)
-        if not busy or timed.timeout_run is not None:
+        is_far = far(sorted(handoff)[len(handoff) // 2] if handoff else None, near)
+        if timed.timeout_run is not None:
+            break
+        if busy and attempt < CONTENTION_RETRIES:
+            wait = 0.1 * 2 ** attempt
+        elif is_far and attempt < len(FAR_WAITS_S):
+            wait = FAR_WAITS_S[attempt]
+        else:
             break
     rounds = timed.candidate.samples
     if timed.timeout_run is not None:
@@ -370,7 +381,7 @@ def handle(req: dict, out, baselines: _Baselines, watchdog: Watchdog | None = No
     t, lo, hi = timed.candidate.estimate()
     res = {"time_ms": t, "time_ci_ms": [lo, hi], "times_ms": rounds, "runs": timed.candidate.runs,
            "typical_ms": timed.candidate.typical_ms, "stopped": timed.stopped,
-           "foreign_cores": foreign, "contended": busy,
+           "foreign_cores": foreign, "contended": busy, "far": is_far,
            "handoff_us": sorted(handoff)[len(handoff) // 2] if handoff else None}
     if timed.baseline is not None:
         b, blo, bhi = timed.baseline.estimate()

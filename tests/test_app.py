@@ -10,7 +10,7 @@ import pytest
 
 from mlir_rl_tui.adapter import FakeAdapter, Suggestion
 from mlir_rl_tui.app import make_app
-from mlir_rl_tui.engine import Action, load_file
+from mlir_rl_tui.engine import Action, Measurement, load_file
 from mlir_rl_tui.engine.trace import read_trace
 from mlir_rl_tui.widgets.action_bar import ActionBar
 from mlir_rl_tui.widgets.plot import SpeedupPlot
@@ -379,3 +379,17 @@ async def test_status_bar_names_the_parallel_runtime(matmul_prog):
         await settle(pilot)
         assert app.main.schedule_text.startswith("op0: TP(")
         assert app.main.query_one(StatusBar).numbers_text.rstrip().endswith("openmp")
+
+
+@sync
+async def test_a_figure_timed_while_the_cores_were_far_says_so(matmul_prog):
+    app = make_app(matmul_prog, FakeAdapter())
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        bar = app.main.query_one(StatusBar)
+        bar.set_measurement(Measurement("ok", "op0: TP(32,32,32)", time_ms=1.0, baseline_ms=2.0, speedup=2.0, far=True))
+        await pilot.pause()
+        assert "far cores" in status(app)
+        bar.set_measurement(Measurement("ok", "op0: TP(32,32,32)", time_ms=1.0, baseline_ms=2.0, speedup=2.0))
+        await pilot.pause()
+        assert "far cores" not in status(app)

@@ -6,7 +6,7 @@ import subprocess
 import sys
 import time
 
-from mlir_rl_tui.engine.contention import SLACK_CORES, Watch, contended
+from mlir_rl_tui.engine.contention import FAR_FACTOR, SLACK_CORES, Watch, contended, far
 
 
 def test_a_busy_process_shows_as_about_one_foreign_core_and_sleeping_as_none():
@@ -34,3 +34,9 @@ def test_a_parallel_kernel_needs_every_core_a_serial_one_its_own():
     assert contended(0.5, parallel=True, cores=2) and not contended(0.2, parallel=True, cores=2)
     assert not contended(1.0, parallel=False, cores=2) and contended(1.5, parallel=False, cores=2)
     assert not contended(None, parallel=True, cores=2)
+
+
+def test_a_timing_is_far_when_its_hand_off_is_well_over_the_fastest_seen():
+    assert far(2.3, 1.05) and not far(1.5, 1.05)  # the VM's two states (engine.contention's docstring)
+    assert not far(None, 1.05) and not far(2.3, None) and not far(2.3, 0.0)  # unknown: not far
+    assert far(FAR_FACTOR * 1.01, 1.0) and not far(FAR_FACTOR * 0.99, 1.0)

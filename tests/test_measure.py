@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from conftest import SAMPLE_FILES, TORCH_FILES
 
+from mlir_rl_tui.commands.apply import describe
 from mlir_rl_tui.engine import load_file, parse
 from mlir_rl_tui.engine.schedule import Schedule
 
@@ -183,3 +184,31 @@ def test_a_timing_beside_a_busy_process_is_repeated_flagged_and_not_cached(engin
     assert busy.ok and busy.contended and busy.foreign_cores > 0.5
     assert not busy.cached and engine.cache.get(matmul.sha256, fresh, engine.machine) is None
     assert serial.ok and not serial.contended and serial.handoff_us is None
+
+
+def test_a_timing_while_the_cores_are_far_is_repeated_flagged_and_not_cached(engine, matmul):
+    """engine.contention.far: a parallel timing whose hand-off probe took over FAR_FACTOR times the fastest
+    the engine has seen is timed again after FAR_WAITS_S; still far, it is reported far and not stored.
+    The host's far state cannot be made on demand, so the engine's reference is made tiny: every probe
+    is then far. The reference is the fastest probe seen, and a measurement lowers it."""
+    import time
+
+    from mlir_rl_tui.engine.contention import FAR_WAITS_S
+
+    if not engine.openmp:
+        pytest.skip("no parallel runtime: TP is masked")
+    fresh = "op0: TP(32,16,0) T(8,16,1) V; op1: T(4,0) V"  # a schedule no other test measures
+    assert engine.cache.get(matmul.sha256, fresh, engine.machine) is None
+    near = engine.near_handoff_us
+    engine.near_handoff_us = 1e-3
+    try:
+        t0 = time.perf_counter()
+        m = engine.measure(matmul, parse(fresh))
+        took = time.perf_counter() - t0
+    finally:
+        engine.near_handoff_us = near
+    assert m.ok and m.far and m.handoff_us > 1e-3 and took >= sum(FAR_WAITS_S)  # waited, timed again
+    assert not m.cached and engine.cache.get(matmul.sha256, fresh, engine.machine) is None
+    assert "FAR" in describe(m)
+    again = engine.measure(matmul, parse("op0: TP(32,32,0) T(8,32,1) V; op1: T(4,0) V"), use_cache=False)
+    assert again.ok and engine.near_handoff_us is not None and engine.near_handoff_us <= again.handoff_us

@@ -90,4 +90,6 @@ def describe(m) -> str:
         text += f", hand-off {m.handoff_us:.2f} us"
     if m.contended:
         text += f"; CONTENDED: other processes used {m.foreign_cores:.1f} cores while it was timed (not cached)"
+    if m.far:
+        text += "; FAR: the host kept the cores far apart through every retry (the hand-off probe), not cached"
     return text

@@ -39,6 +39,7 @@ class StatusBar(Horizontal):
         self.speedup: float | None = None
         self.rel_error: float | None = None
         self.contended: float | None = None  # other processes' cores during the timing, when too many
+        self.far = False  # the host kept the cores far apart through the timing (engine.contention.far)
         self.peak: tuple[float, str] | None = None  # (fraction of the roofline bound, "compute"|"memory")
         self.runtime: str | None = None  # "openmp" or "async" when the schedule ran in parallel (TP/TF)
         self.status = "idle"
@@ -63,9 +64,10 @@ class StatusBar(Horizontal):
         """Show `m` (None: the schedule is not measured yet)."""
         if m is None or not m.ok:
             self.time_ms = self.speedup = self.rel_error = self.peak = self.runtime = None
-            self.contended = None
+            self.contended, self.far = None, False
         else:
             self.contended = m.foreign_cores if m.contended else None
+            self.far = m.far
             self.time_ms, self.speedup, self.rel_error = m.time_ms, m.speedup, m.rel_error
             self.peak = (m.peak_fraction, m.bound) if m.peak_fraction is not None else None
             self.runtime = m.runtime if m.runtime not in ("", "serial") else None
@@ -108,6 +110,8 @@ class StatusBar(Horizontal):
             text.append_text(Text.assemble(("  ", ""), (self.runtime, "dim")))
         if self.contended is not None:  # engine.contention: the cores were not the kernel's alone
             text.append_text(Text.assemble(("  ", ""), (f"contended ({self.contended:.1f} cores busy)", "bold yellow")))
+        if self.far:  # the figure is this moment's: the cores' hand-off was slow through every retry
+            text.append_text(Text.assemble(("  ", ""), ("far cores", "bold yellow")))
         if text.plain != self._numbers:
             # the numbers are sized to their text: a layout only when their width changes
             layout = len(text.plain) != len(self._numbers or "")
