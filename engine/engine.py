@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field, fields
 from mlir_rl_tui.engine.cache import Cache, machine_fingerprint
 from mlir_rl_tui.engine.compile import parallel_runtime
 from mlir_rl_tui.engine.config import DEFAULT_LIMITS, DEFAULT_MEASURE, Limits, MeasureConfig
-from mlir_rl_tui.engine.contention import HANDOFF_PROGRAM, HANDOFF_SCHEDULE
+from mlir_rl_tui.engine.contention import FAR_STALE, HANDOFF_PROGRAM, HANDOFF_SCHEDULE
 from mlir_rl_tui.engine.mask import check_schedule, effective
 from mlir_rl_tui.engine.pool import Cancelled, WorkerDied, WorkerPool, WorkerTimeout
 from mlir_rl_tui.engine.program import Program, TensorSpec, sha256_text
@@ -166,9 +166,10 @@ class Engine:
         self.evaluated = 0  # measurements really made (not from the cache)
         self._peaks: Peaks | None | bool = None  # False: could not be measured
         self._handoff_req: dict | None | bool = None  # False: the probe could not be built
-        #: the fastest hand-off probe of this engine's parallel timings, in us: the machine's near state,
-        #: against which a timing counts as far (engine.contention.far)
+        #: the fastest hand-off probe of this machine's parallel timings, in us: its near state, against which
+        #: a timing counts as far (engine.contention.far); kept in the machine's record (Peaks.handoff_us)
         self.near_handoff_us: float | None = None
+        self._far_run: list[float] = []  # the probes of the far timings in a row just before (FAR_STALE)
 
     # ------------------------------------------------------------------------------------------
     def baseline(self, program: Program, on_progress: Callable | None = None,
@@ -254,6 +255,24 @@ class Engine:
                     if self._peaks is not None and self.cache is not None:
                         self.cache.put_machine(self.machine, self._peaks.to_json())
             return self._peaks or None
+
+    def _note_handoff(self, h: float | None, far: bool) -> None:
+        """Keep the near state's probe (engine.contention.far): the fastest seen, in this engine and in the
+        machine's record; after FAR_STALE far timings in a row, the fastest of those (a stale reference)."""
+        if not h:
+            return
+        with self._lock:
+            self._far_run = [*self._far_run, h] if far else []
+            if len(self._far_run) >= FAR_STALE:
+                new, self._far_run = min(self._far_run), []
+            elif self.near_handoff_us is None or h < self.near_handoff_us:
+                new = h
+            else:
+                return
+            self.near_handoff_us = new
+            if isinstance(self._peaks, Peaks) and self.cache is not None:
+                self._peaks.handoff_us = new
+                self.cache.put_machine(self.machine, self._peaks.to_json())
 
     def _measure_peaks(self) -> Peaks | None:
         def run(text: str, args: list[TensorSpec], result: TensorSpec, parallel: bool) -> float | None:
@@ -385,6 +404,9 @@ class Engine:
         req = self._request(program, body, parallel, run_limit_s=limit)
         if parallel:
             req["handoff"] = self._handoff()
+            if self.near_handoff_us is None:  # the machine's, from an earlier engine
+                p = self.peaks()
+                self.near_handoff_us = p.handoff_us if p is not None and p.handoff_us > 0 else None
             req["near_handoff_us"] = self.near_handoff_us
         # The worker's watchdog stops a run at `limit` (engine.watchdog). This is the backstop for a
         # worker that does not answer at all, counted from its last progress event: a round is at most
@@ -404,9 +426,7 @@ class Engine:
             return Measurement(status="cancelled", schedule=text, error="cancelled")
         self.evaluated += 1
         status = res["status"]
-        h = res.get("handoff_us")
-        if h and (self.near_handoff_us is None or h < self.near_handoff_us):
-            self.near_handoff_us = h
+        self._note_handoff(res.get("handoff_us"), bool(res.get("far")))
         return Measurement(status=status, schedule=text, time_ms=res.get("time_ms"), validated=status == "ok",
                            error=res.get("error", ""), time_ci_ms=res.get("time_ci_ms"),
                            baseline_ms=res.get("paired_baseline_ms"), baseline_ci_ms=res.get("paired_baseline_ci_ms"),

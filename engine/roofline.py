@@ -45,6 +45,9 @@ class Peaks:
     #: wide (on a shared VM, memory-bound kernels drift most: other tenants share the L3 and memory).
     drift_compute: float = 0.0
     drift_memory: float = 0.0
+    #: The fastest hand-off probe seen on this machine, in us (engine.contention.far's near state; 0 until
+    #: the first parallel timing): kept here so that the next engine starts from it.
+    handoff_us: float = 0.0
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -54,7 +57,8 @@ class Peaks:
         return cls(int(d["cores"]), float(d["fma_gflops_1"]), float(d["fma_gflops_all"]),
                    [(int(a), float(b)) for a, b in d["bandwidth_1"]],
                    [(int(a), float(b)) for a, b in d["bandwidth_all"]],
-                   float(d.get("drift_compute", 0.0)), float(d.get("drift_memory", 0.0)))
+                   float(d.get("drift_compute", 0.0)), float(d.get("drift_memory", 0.0)),
+                   float(d.get("handoff_us", 0.0)))
 
     def bandwidth(self, nbytes: int, parallel: bool) -> float:
         """GB/s for a working set of `nbytes`: the smallest measured level that holds it."""

@@ -7,6 +7,7 @@ from conftest import SAMPLE_FILES, TORCH_FILES
 
 from mlir_rl_tui.commands.apply import describe
 from mlir_rl_tui.engine import load_file, parse
+from mlir_rl_tui.engine.engine import peaks_from_record
 from mlir_rl_tui.engine.schedule import Schedule
 
 
@@ -212,3 +213,27 @@ def test_a_timing_while_the_cores_are_far_is_repeated_flagged_and_not_cached(eng
     assert "FAR" in describe(m)
     again = engine.measure(matmul, parse("op0: TP(32,32,0) T(8,32,1) V; op1: T(4,0) V"), use_cache=False)
     assert again.ok and engine.near_handoff_us is not None and engine.near_handoff_us <= again.handoff_us
+    # the machine's record keeps it for the next engine
+    assert engine.cache.get_machine(engine.machine, parse=peaks_from_record).handoff_us == engine.near_handoff_us
+
+
+def test_a_stale_near_reference_gives_way_after_far_timings_in_a_row(engine):
+    """engine.contention.FAR_STALE: a reference no timing comes near any more (the VM moved to another host)
+    would make every parallel timing wait and go uncached; after FAR_STALE far ones in a row the fastest of
+    them is the reference. A near timing in between starts the count again."""
+    from mlir_rl_tui.engine.contention import FAR_STALE
+
+    near = engine.near_handoff_us
+    try:
+        engine.near_handoff_us = 1.0
+        for i in range(FAR_STALE - 1):
+            engine._note_handoff(3.0 + i, True)
+        engine._note_handoff(1.1, False)  # near again: the count starts over
+        for i in range(FAR_STALE - 1):
+            engine._note_handoff(3.0 + i, True)
+        assert engine.near_handoff_us == 1.0
+        engine._note_handoff(2.5, True)
+        assert engine.near_handoff_us == 2.5
+    finally:
+        engine.near_handoff_us = None
+        engine._note_handoff(near, False)
