@@ -17,11 +17,11 @@ seen (the hand-off probe below) and waited out: 30 measurements of one validatio
 residual block of five parallel regions) in a row took 26-34 us with the probe at 1.03-1.50 us and 69-78 us
 with it at 2.28-2.36 us, in runs of one to five measurements (seconds); both engines of an interleaved
 pair went slow at the same moments, so it is the machine, not the process (malloc's layout, thread
-placement and page faults were ruled out: runs/s10 of the tenth session, docs/agent-training.md). Such a
+placement and page faults were ruled out: docs/agent-training.md, "Far cores"). Such a
 state lasted through all three rounds of a sitting's A/B and made a block's figure 2.6x apart between
-sittings with the same code. So a parallel timing whose probe took over FAR_FACTOR times the engine's
-fastest probe so far (`far`) is timed again after FAR_WAITS_S, and if still far it is reported as far and
-not stored, like a contended one.
+sittings with the same code. So a parallel timing whose probe took over FAR_FACTOR times the machine's
+fastest probe so far (`far`; the engine keeps it, and the machine's record for the next engine) is timed
+again after FAR_WAITS_S, and if still far it is reported as far and not stored, like a contended one.
 """
 
 from __future__ import annotations
