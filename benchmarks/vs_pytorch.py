@@ -114,7 +114,8 @@ def main() -> int:
                 theirs.append(t["time_ms"])
                 ratios.append(t["time_ms"] / m.time_ms)
                 log(f"  round {i}: product {m.time_ms:.4f} ms ({100 * (m.peak_fraction or 0):.0f}% of {m.bound} "
-                    f"peak), torch {t['time_ms']:.4f} ms, ratio {ratios[-1]:.2f}")
+                    f"peak), torch {t['time_ms']:.4f} ms, ratio {ratios[-1]:.2f}"
+                    + (" (far cores after every retry: engine.contention.far)" if m.far else ""))
             if not ratios:
                 continue
             rows.append({
