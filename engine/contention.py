@@ -104,6 +104,10 @@ HANDOFF_RUNS = 200
 FAR_FACTOR = 1.3
 #: Seconds to wait before timing again while the cores are far (the state lasts seconds).
 FAR_WAITS_S = (0.5, 1.0, 2.0, 3.0)
+#: When this many parallel timings in a row were far, the near reference is stale (the VM moved to a host
+#: whose cores are farther apart, and the fastest probe seen before is not coming back): the fastest of them
+#: becomes the reference.
+FAR_STALE = 8
 
 
 def far(handoff_us: float | None, near_us: float | None) -> bool:
@@ -112,7 +116,3 @@ def far(handoff_us: float | None, near_us: float | None) -> bool:
     if handoff_us is None or near_us is None or near_us <= 0:
         return False
     return handoff_us > FAR_FACTOR * near_us
-#: When this many parallel timings in a row were far, the near reference is stale (the VM moved to a host
-#: whose cores are farther apart, and the fastest probe seen before is not coming back): the fastest of them
-#: becomes the reference.
-FAR_STALE = 8
