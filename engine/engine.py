@@ -404,6 +404,7 @@ class Engine:
         req = self._request(program, body, parallel, run_limit_s=limit)
         if parallel:
             req["handoff"] = self._handoff()
+        if parallel and c.wait_far:
             if self.near_handoff_us is None:  # the machine's, from an earlier engine
                 p = self.peaks()
                 self.near_handoff_us = p.handoff_us if p is not None and p.handoff_us > 0 else None

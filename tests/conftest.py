@@ -14,6 +14,9 @@ SAMPLE_FILES = sorted(SAMPLES.glob("*.mlir"))
 TORCH_FILES = sorted(TORCH.glob("*.mlir"))
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+# Timings are not what these tests check: the host's far spells would make each parallel one wait up to 6.5 s
+# (engine.contention.far; its own test turns the wait on)
+os.environ.setdefault("MLIR_RL_TUI_WAIT_FAR", "0")
 
 
 def mlir_opt_path() -> str:
