@@ -9,6 +9,7 @@ from conftest import SAMPLE_FILES, TORCH_FILES
 
 from mlir_rl_tui.commands.apply import describe
 from mlir_rl_tui.engine import Engine, load_file, parse
+from mlir_rl_tui.engine.cache import Cache
 from mlir_rl_tui.engine.engine import peaks_from_record
 from mlir_rl_tui.engine.schedule import Schedule
 
@@ -203,7 +204,8 @@ def test_a_timing_while_the_cores_are_far_is_repeated_flagged_and_not_cached(eng
     fresh = "op0: TP(32,16,0) T(8,16,1) V; op1: T(4,0) V"  # a schedule no other test measures
     assert engine.cache.get(matmul.sha256, fresh, engine.machine) is None
     assert not engine.config.wait_far  # the suite's engine does not wait (conftest)
-    with Engine(config=replace(engine.config, wait_far=True), cache=engine.cache) as waiting:
+    # its own Cache on the same file: closing the engine closes its cache, and the suite's engine goes on
+    with Engine(config=replace(engine.config, wait_far=True), cache=Cache(engine.cache.path)) as waiting:
         waiting.near_handoff_us = 1e-3
         t0 = time.perf_counter()
         m = waiting.measure(matmul, parse(fresh))
