@@ -365,7 +365,8 @@ def handle(req: dict, out, baselines: _Baselines, watchdog: Watchdog | None = No
             handoff += _handoff_us(probe)
             foreign = seen.foreign_cores()
         busy = contended(foreign, req["parallel"], _CORES)
-        is_far = far(sorted(handoff)[len(handoff) // 2] if handoff else None, near)
+        handoff_us = sorted(handoff)[len(handoff) // 2] if handoff else None  # the probe's median
+        is_far = far(handoff_us, near)
         if timed.timeout_run is not None:
             break
         if busy and attempt < CONTENTION_RETRIES:
@@ -382,7 +383,7 @@ def handle(req: dict, out, baselines: _Baselines, watchdog: Watchdog | None = No
     res = {"time_ms": t, "time_ci_ms": [lo, hi], "times_ms": rounds, "runs": timed.candidate.runs,
            "typical_ms": timed.candidate.typical_ms, "stopped": timed.stopped,
            "foreign_cores": foreign, "contended": busy, "far": is_far,
-           "handoff_us": sorted(handoff)[len(handoff) // 2] if handoff else None}
+           "handoff_us": handoff_us}
     if timed.baseline is not None:
         b, blo, bhi = timed.baseline.estimate()
         rlo, rhi = timed.speedup_rel_ci()
