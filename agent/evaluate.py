@@ -4,9 +4,11 @@ Per program, one program at a time (nothing else competes for the cores):
 1. the policy schedules the program in one pass (no measurement during its decisions);
 2. hill climbing searches with each of the budgets (hill@50, hill@100: the larger search replays the
    smaller one's candidates from the cache); its `found` figure is the fastest of those noisy measurements,
-   which overstates its schedule (the winner's curse);
-3. the final schedules are measured again, fresh, interleaved A B C A B C for `rounds` rounds; each
-   figure is the median over rounds of the paired speedup (schedule vs baseline in the same moment);
+   which overstates its schedule (the winner's curse); `hill@B_measured` and `hill@B_replayed` count the
+   candidates timed in this run and those answered without a timing (the cache's earlier rows, repeats);
+3. the final schedules are measured again, fresh, interleaved A B C A B C for `rounds` rounds, more while
+   one's runs are split by a slow spell (agent.remeasure; the row's "rounds"); each figure is the median
+   over rounds of the paired speedup (schedule vs baseline in the same moment);
 4. PyTorch eager on the same shapes and layout in a fresh process (agent.torch_reference), when the
    program is one op PyTorch has.
 Each row also has the fraction of the machine's roofline both schedules reach, and whether the policy's own
@@ -24,7 +26,8 @@ import statistics
 from collections.abc import Callable
 
 from mlir_rl_tui.agent.fallback import below_baseline, fallback_fires, with_fallback
-from mlir_rl_tui.engine import Engine, Session, load_file
+from mlir_rl_tui.agent.remeasure import remeasure
+from mlir_rl_tui.engine import Engine, Session, load_file, to_text
 
 
 def gmean(xs: list[float | None]) -> float | None:
@@ -51,16 +54,14 @@ def evaluate_program(eng: Engine, policy, path: str, budgets: list[int], seed: i
         r = search(eng, prog, "hill", b, seed=seed)
         k = hill_key(b)
         schedules[k] = r.schedule
-        row.update({f"{k}_schedule": str(r.schedule), f"{k}_found": r.best.speedup if r.best.ok else None})
-    # each distinct schedule measured once per round, all of them interleaved (A B C A B C ...)
-    distinct = list(dict.fromkeys(str(s) for s in schedules.values()))
-    by_text = {str(s): s for s in schedules.values()}
-    runs: dict[str, list] = {t: [] for t in distinct}
-    for _ in range(rounds):
-        for t in distinct:
-            runs[t].append(eng.measure(prog, by_text[t], use_cache=False))
+        row.update({f"{k}_schedule": str(r.schedule), f"{k}_found": r.best.speedup if r.best.ok else None,
+                    f"{k}_measured": r.evaluated, f"{k}_replayed": r.cache_hits})
+    # each distinct schedule measured once per round, all of them interleaved (A B C A B C ...), more rounds
+    # while one's runs are split by a slow spell of the machine (agent.remeasure)
+    runs = remeasure(eng, prog, list(schedules.values()), rounds)
+    row["rounds"] = len(next(iter(runs.values())))
     for k, sched in schedules.items():
-        ms = runs[str(sched)]
+        ms = runs[to_text(sched)]
         ok = [m for m in ms if m.ok and m.speedup]
         row[k] = statistics.median(m.speedup for m in ok) if len(ok) == len(ms) else None
         row[f"{k}_status"] = "ok" if row[k] else next(m for m in ms if not m.ok).status
@@ -97,6 +98,9 @@ def summarize(rows: list[dict], budgets: list[int] = ()) -> dict:
         k = hill_key(b)
         out[k] = gmean([r.get(k) for r in rows])
         out[f"{k}_found"] = gmean([r.get(f"{k}_found") for r in rows])
+        # the search's candidates timed in this run, and those replayed from the cache (earlier runs' timings)
+        out[f"{k}_measured"] = sum(r.get(f"{k}_measured", 0) for r in rows)
+        out[f"{k}_replayed"] = sum(r.get(f"{k}_replayed", 0) for r in rows)
         if out["policy"] and out[k]:
             out[f"policy_over_{k}"] = out["policy"] / out[k]
     if any(r.get("torch") for r in rows):

@@ -7,7 +7,6 @@ The search itself is `engine.search` (hill climbing and the others); its results
 from __future__ import annotations
 
 import math
-import statistics
 from collections.abc import Callable
 
 from mlir_rl_tui.engine import Engine, Program, Schedule, Session, to_text
@@ -137,21 +136,19 @@ def demonstrations(engine: Engine, program: Program, best: Schedule, best_speedu
 
 def confirmed(engine: Engine, program: Program, schedules: list[Schedule],
               rounds: int = 3) -> list[tuple[Schedule, float, list[float]]]:
-    """The schedules measured again, fresh (not from the cache), interleaved A B C ... for `rounds` rounds,
-    each run the paired speedup over the untransformed program at that moment: (schedule, median, the
-    runs), fastest median first.
+    """The schedules measured again, fresh (not from the cache), interleaved A B C ... for `rounds` rounds
+    and more while one's runs are split (agent.remeasure), each run the paired speedup over the untransformed
+    program at that moment: (schedule, median, the runs), fastest median first.
 
     A search's best as found is the fastest of its noisy measurements (the winner's curse): one measured
     1.3x in the teacher's run and 0.8x when timed again, and a parallel schedule can measure at one level in
     one sitting and at another in the next (docs/agent-training.md). Timed side by side, its runners-up
     are compared at the same moment, so the choice is not a draw of the machine's state."""
-    runs: dict[str, list[float]] = {to_text(s): [] for s in schedules}
+    from mlir_rl_tui.agent.remeasure import median_speedup, remeasure, speedup_of
+
     by_text = {to_text(s): s for s in schedules}
-    for _ in range(rounds):
-        for text, sched in by_text.items():
-            m = engine.measure(program, sched, use_cache=False)
-            runs[text].append((m.speedup or 0.0) if m.ok else 0.0)
-    out = [(by_text[t], statistics.median(xs), xs) for t, xs in runs.items()]
+    runs = remeasure(engine, program, schedules, rounds)
+    out = [(by_text[t], median_speedup(ms), [speedup_of(m) for m in ms]) for t, ms in runs.items()]
     return sorted(out, key=lambda x: -x[1])
 
 

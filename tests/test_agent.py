@@ -285,9 +285,11 @@ def test_evaluate_measures_policy_and_search_alike(tmp_path, matmul, cache_dir, 
             if not r[f"{k}_schedule"]:
                 assert r[k] == r[f"{k}_found"] == 1.0  # kept the baseline: nothing to re-measure
         assert r["hill@4_found"] >= r["hill@2_found"]  # more measurements on the same path: never worse
+        assert r["hill@4_replayed"] >= r["hill@2_measured"]  # its first candidates are hill@2's, from the cache
     g = out["gmean"]
     for k in ("hill@2", "hill@4"):
         assert g[f"policy_over_{k}"] == pytest.approx(g["policy"] / g[k])
+        assert g[f"{k}_measured"] == sum(r[f"{k}_measured"] for r in rows.values())
 
 
 def test_optimize_errors_are_one_line(tmp_path, capsys):

@@ -94,6 +94,48 @@ def test_one_manifest_reader_for_generated_and_hand_written_manifests(tmp_path):
     assert program_paths(str(man), "eval") == [str(tmp_path / "a.mlir"), "/abs/c.mlir"]
 
 
+def test_import_as_this_machine_refuses_another_kind_of_machine(engine, tmp_path, monkeypatch, capsys):
+    """dataset import --as-this-machine times the shipped samples' untransformed code the file times (here
+    relu's, on real MLIR): a file whose machine ran it at half this one's time is refused in one line naming
+    the ratio, nothing imported; the same row at this machine's own time is imported as this machine's."""
+    import gzip
+
+    from mlir_rl_tui.commands import main
+    from mlir_rl_tui.engine import Schedule
+    from mlir_rl_tui.engine.cache import ENGINE_VERSION, Cache
+    from mlir_rl_tui.engine.engine import machine_key
+    from mlir_rl_tui.samples import find
+
+    relu = load_file(find("relu"))
+    m = engine.measure(relu, Schedule({}), use_cache=False)
+    assert m.ok and m.time_ms < ds.SAME_KIND_MAX_MS
+
+    def write(name: str, factor: float) -> str:
+        rec = m.to_record()
+        for k in ("time_ms", "baseline_ms"):
+            rec[k] *= factor
+        for k in ("time_ci_ms", "baseline_ci_ms"):
+            rec[k] = [x * factor for x in rec[k]]
+        f = str(tmp_path / name)
+        with gzip.open(f, "wt") as out:
+            out.write(json.dumps({"format": ds.MEASUREMENTS_FORMAT, "engine_version": ENGINE_VERSION,
+                                  "rows": 1}) + "\n")
+            out.write(json.dumps({"program": relu.sha256, "schedule": "", "machine": "other-machine",
+                                  "result": rec}) + "\n")
+        return f
+
+    monkeypatch.setenv("MLIR_RL_TUI_CACHE", str(tmp_path / "dst"))
+    assert main(["dataset", "import", write("fast.jsonl.gz", 0.5), "--as-this-machine"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "not imported" in err and "relu" in err
+    ratio = float(err.split("untransformed code ")[1].split("x")[0])
+    assert 1.6 < ratio < 2.5  # this machine's time against half of it
+    assert Cache().get(relu.sha256, "", machine_key()) is None
+    assert main(["dataset", "import", write("same.jsonl.gz", 1.0), "--as-this-machine"]) == 0
+    assert "the same kind" in capsys.readouterr().out
+    assert Cache().get(relu.sha256, "", machine_key()) is not None
+
+
 def test_measurements_travel_to_another_cache_and_back(engine, add, tmp_path, monkeypatch, capsys):
     """dataset export writes a program's cache rows; dataset import puts them into another cache (keeping
     that cache's own rows, refusing what is not a measurement) and, with --as-this-machine, files them under

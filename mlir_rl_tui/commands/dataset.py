@@ -35,7 +35,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     i.add_argument("file", metavar="FILE", help="a file written by dataset export")
     i.add_argument("--as-this-machine", action="store_true",
                    help="file every row under this machine's fingerprint (timings of another machine of the same "
-                        "kind and engine version taken as this one's)")
+                        "kind and engine version taken as this one's); the samples' untransformed code the file "
+                        "times is timed here first, and a file of another kind of machine is refused")
     p.set_defaults(usage_help=p.print_help)  # `mlir-rl-tui dataset` alone: its help, status 2
 
 
@@ -128,7 +129,28 @@ def run_transfer(args: argparse.Namespace) -> int:
         n = dataset.export_measurements(cache, args.file, shas)
         print(f"{args.file}: {n} measurements of {len(shas)} programs")
         return 0
+    if args.as_this_machine:
+        check_same_kind(args.file)
     new, old, bad = dataset.import_measurements(cache, args.file, machine_key() if args.as_this_machine else None)
     print(f"{args.file}: {new} measurements imported into {cache.folder}, {old} already there"
           + (f", {bad} refused (not a measurement this engine stores)" if bad else ""))
     return 0
+
+
+def check_same_kind(path: str) -> None:
+    """`import --as-this-machine`: the file's timings of the samples' untransformed code against this
+    machine's (engine.dataset.same_kind); CliError, nothing imported, when they differ beyond the tolerance."""
+    from mlir_rl_tui.engine import Engine, dataset
+
+    print(f"{path}: timing the samples' untransformed code to check this machine is the file's kind", flush=True)
+    with Engine() as eng:  # the cache's timing lock; same_kind's timings are not stored
+        ratio, each = dataset.same_kind(eng, path)
+    if ratio is None:
+        print(f"{path}: no sample's untransformed code is timed in it: whether this machine is its kind is unchecked")
+        return
+    detail = ", ".join(f"{name} {r:.2f}x" for name, r in each)
+    if not 1 / dataset.SAME_KIND_TOLERANCE <= ratio <= dataset.SAME_KIND_TOLERANCE:
+        raise CliError(f"{path}: not imported: this machine times the samples' untransformed code {ratio:.2f}x the "
+                       f"file's ({detail}), beyond {dataset.SAME_KIND_TOLERANCE}x: another kind of machine whose "
+                       "timings cannot stand for this one's (import without --as-this-machine keeps them apart)")
+    print(f"{path}: this machine times the samples' untransformed code {ratio:.2f}x the file's ({detail}): the same kind")

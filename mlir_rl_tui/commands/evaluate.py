@@ -83,7 +83,8 @@ def _table(rows: list[dict], summary: dict, args) -> None:
     print(_below_line(summary))
     for k in hills:
         if summary.get(f"policy_over_{k}"):
-            print(f"policy / {k}: {summary[f'policy_over_{k}']:.2f}")
+            print(f"policy / {k}: {summary[f'policy_over_{k}']:.2f} ({k}'s candidates: "
+                  f"{summary.get(f'{k}_measured', 0)} timed now, {summary.get(f'{k}_replayed', 0)} from the cache or repeats)")
 
 
 def _below_line(summary: dict) -> str:
