@@ -8,7 +8,8 @@ Per program, one program at a time (nothing else competes for the cores):
    candidates timed in this run and those answered without a timing (the cache's earlier rows, repeats);
 3. the final schedules are measured again, fresh, interleaved A B C A B C for `rounds` rounds, more while
    one's runs are split by a slow spell (agent.remeasure; the row's "rounds"); each figure is the median
-   over rounds of the paired speedup (schedule vs baseline in the same moment);
+   over rounds of the speedup over the baseline timed beside the runs (pooled over the sitting's runs, so
+   the schedules compare as their times do);
 4. PyTorch eager on the same shapes and layout in a fresh process (agent.torch_reference), when the
    program is one op PyTorch has.
 Each row also has the fraction of the machine's roofline both schedules reach, and whether the policy's own
@@ -26,7 +27,7 @@ import statistics
 from collections.abc import Callable
 
 from mlir_rl_tui.agent.fallback import below_baseline, fallback_fires, with_fallback
-from mlir_rl_tui.agent.remeasure import remeasure
+from mlir_rl_tui.agent.remeasure import pooled_baseline, remeasure, speedups
 from mlir_rl_tui.engine import Engine, Session, load_file, to_text
 
 
@@ -59,14 +60,15 @@ def evaluate_program(eng: Engine, policy, path: str, budgets: list[int], seed: i
     # each distinct schedule measured once per round, all of them interleaved (A B C A B C ...), more rounds
     # while one's runs are split by a slow spell of the machine (agent.remeasure)
     runs = remeasure(eng, prog, list(schedules.values()), rounds)
+    figures = speedups(runs)  # over the sitting's pooled baseline: the schedules compare as their times
     row["rounds"] = len(next(iter(runs.values())))
     for k, sched in schedules.items():
-        ms = runs[to_text(sched)]
-        ok = [m for m in ms if m.ok and m.speedup]
-        row[k] = statistics.median(m.speedup for m in ok) if len(ok) == len(ms) else None
-        row[f"{k}_status"] = "ok" if row[k] else next(m for m in ms if not m.ok).status
+        ms, xs = runs[to_text(sched)], figures[to_text(sched)]
+        ok = [m for m in ms if m.ok and m.time_ms]
+        row[k] = statistics.median(xs) if len(ok) == len(ms) and all(xs) else None
+        row[f"{k}_status"] = "ok" if row[k] else next((m.status for m in ms if not m.ok), "ok")
         row[f"{k}_peak"] = statistics.median(m.peak_fraction or 0 for m in ok) if ok else None
-        row[f"{k}_spread"] = [min(m.speedup for m in ok), max(m.speedup for m in ok)] if ok else None
+        row[f"{k}_spread"] = [min(x for x in xs if x), max(xs)] if any(xs) else None
     own = (row["policy_schedule"], row["policy_status"] == "ok", row["policy"])
     row["policy_below_baseline"] = below_baseline(*own)
     row["fallback"] = fallback_fires(*own)
@@ -75,8 +77,7 @@ def evaluate_program(eng: Engine, policy, path: str, budgets: list[int], seed: i
     row["far"] = sum(m.far for ms in runs.values() for m in ms)  # the host kept the cores far, after retries
     handoff = [m.handoff_us for ms in runs.values() for m in ms if m.handoff_us]
     row["handoff_us"] = statistics.median(handoff) if handoff else None  # the cores' state while measured
-    base = [m.baseline_ms for ms in runs.values() for m in ms if m.baseline_ms]
-    row["baseline_ms"] = statistics.median(base) if base else None
+    row["baseline_ms"] = pooled_baseline(runs)
     if torch:
         from mlir_rl_tui.agent.torch_reference import run_in_subprocess
 

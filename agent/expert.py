@@ -7,6 +7,7 @@ The search itself is `engine.search` (hill climbing and the others); its results
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Callable
 
 from mlir_rl_tui.engine import Engine, Program, Schedule, Session, to_text
@@ -137,18 +138,18 @@ def demonstrations(engine: Engine, program: Program, best: Schedule, best_speedu
 def confirmed(engine: Engine, program: Program, schedules: list[Schedule],
               rounds: int = 3) -> list[tuple[Schedule, float, list[float]]]:
     """The schedules measured again, fresh (not from the cache), interleaved A B C ... for `rounds` rounds
-    and more while one's runs are split (agent.remeasure), each run the paired speedup over the untransformed
-    program at that moment: (schedule, median, the runs), fastest median first.
+    and more while one's runs are split (agent.remeasure), each run's speedup over the untransformed
+    program's time in that sitting (pooled): (schedule, median, the runs), fastest median first.
 
     A search's best as found is the fastest of its noisy measurements (the winner's curse): one measured
     1.3x in the teacher's run and 0.8x when timed again, and a parallel schedule can measure at one level in
     one sitting and at another in the next (docs/agent-training.md). Timed side by side, its runners-up
     are compared at the same moment, so the choice is not a draw of the machine's state."""
-    from mlir_rl_tui.agent.remeasure import median_speedup, remeasure, speedup_of
+    from mlir_rl_tui.agent.remeasure import remeasure, speedups
 
     by_text = {to_text(s): s for s in schedules}
-    runs = remeasure(engine, program, schedules, rounds)
-    out = [(by_text[t], median_speedup(ms), [speedup_of(m) for m in ms]) for t, ms in runs.items()]
+    figures = speedups(remeasure(engine, program, schedules, rounds))  # over the sitting's pooled baseline
+    out = [(by_text[t], statistics.median(xs), xs) for t, xs in figures.items()]
     return sorted(out, key=lambda x: -x[1])
 
 
@@ -309,7 +310,7 @@ def checked_by_rules(engine: Engine, program: Program, schedule: Schedule, speed
         if not rules:
             continue
         ranked = {to_text(s): (m, runs) for s, m, runs in confirmed(engine, program, [schedule, variant], rounds)}
-        made += rounds * len({to_text(schedule), to_text(variant)})  # confirmed times each distinct one
+        made += sum(len(runs) for _, runs in ranked.values())  # each distinct one, its rounds
         (was, _), (now, runs) = ranked[to_text(schedule)], ranked[to_text(variant)]
         took = now >= threshold * was
         why.append(f"rules ({', '.join(rules)}) {now:.2f}x ({min(runs):.2f}-{max(runs):.2f}) vs {was:.2f}x: "
@@ -336,7 +337,7 @@ def improved_by_search(engine: Engine, program: Program, target: Schedule, speed
     if to_text(found) == to_text(target):
         return target, speedup, res.evaluated, f"from the policy's schedule: the target ({res.speedup:.2f}x)"
     ranked = {to_text(s): (m, runs) for s, m, runs in confirmed(engine, program, [target, found], rounds)}
-    made = res.evaluated + 2 * rounds
+    made = res.evaluated + sum(len(runs) for _, runs in ranked.values())
     (was, _), (now, runs) = ranked[to_text(target)], ranked[to_text(found)]
     took = now >= threshold * was
     why = (f"from the policy's schedule ({'its own' if to_text(found) == to_text(start) else 'climbed'}) "

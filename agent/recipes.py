@@ -334,7 +334,7 @@ def train_default(r: DefaultRecipe, log: Callable[[str], None] = print,
             if r.confirm > 1 and len(sched) > 0:
                 cands = expert.demonstrations(eng, prog, sched, sp, r.confirm, r.demo_ratio)
                 ranked = expert.confirmed(eng, prog, [c[0] for c in cands], r.confirm_rounds)
-                made["targets"] += len(cands) * r.confirm_rounds
+                made["targets"] += sum(len(c[2]) for c in ranked)  # rounds, more while split
                 was = to_text(sched)
                 sched, sp, runs = ranked[0]
                 why += (f"; confirmed {sp:.2f}x ({min(runs):.2f}-{max(runs):.2f}) over {len(cands)}: "

@@ -1,14 +1,15 @@
 """Schedules measured again, fresh and side by side: the one protocol of every comparison of final schedules
 (`evaluate`, the teacher's rule checks and `--confirm`, benchmarks/policy_ab.py).
 
-Each round measures every schedule once, A B C A B C ..., each a paired speedup over the untransformed
-program at that moment, never from the cache. The machine has slow spells of seconds to a minute that the
+Each round measures every schedule once, A B C A B C ..., never from the cache. The machine has slow spells of seconds to a minute that the
 far-cores probe (engine.contention) does not see: in one evaluation sitting a convolution's schedule ran
 45x, 99x, 45x where three sittings before had measured it at 103-106x, and hill climbing's schedule beside
 it 44x, 112x, 113x (docs/agent-training.md). The median of three is one draw of such a spell. So while a
-schedule's runs are split (its fastest run over its slowest above SPLIT), another round of all of them
+schedule's runs are split (its slowest run over its fastest above SPLIT), another round of all of them
 follows, up to `max_rounds` (default 2 x rounds + 1), and each figure is the median of all its runs: a spell
-shorter than the sitting no longer decides it, and a schedule that is slow throughout stays slow.
+shorter than the sitting no longer decides it, and a schedule that is slow throughout stays slow. A run's
+figure is its speedup over the sitting's pooled baseline (`pooled_baseline`), so the schedules of one
+sitting compare as their times do.
 """
 
 from __future__ import annotations
@@ -17,19 +18,14 @@ import statistics
 
 from mlir_rl_tui.engine import Engine, Measurement, Program, Schedule, to_text
 
-#: runs of one schedule whose fastest is more than this over its slowest are split: more rounds follow
+#: runs of one schedule whose slowest is more than this over its fastest are split: more rounds follow
 SPLIT = 1.3
 
 
-def speedup_of(m: Measurement) -> float:
-    """A run's figure: its paired speedup, 0 for a failure."""
-    return (m.speedup or 0.0) if m.ok else 0.0
-
-
 def split(runs: list[Measurement]) -> bool:
-    """The runs of one schedule disagree beyond SPLIT (failures are not a split: they repeat)."""
-    xs = [speedup_of(m) for m in runs if speedup_of(m) > 0]
-    return len(xs) > 1 and max(xs) > SPLIT * min(xs)
+    """The times of one schedule's runs disagree beyond SPLIT (failures are not a split: they repeat)."""
+    ts = [m.time_ms for m in runs if m.ok and m.time_ms]
+    return len(ts) > 1 and max(ts) > SPLIT * min(ts)
 
 
 def remeasure(engine: Engine, program: Program, schedules: list[Schedule], rounds: int = 3,
@@ -47,6 +43,24 @@ def remeasure(engine: Engine, program: Program, schedules: list[Schedule], round
     return runs
 
 
-def median_speedup(runs: list[Measurement]) -> float:
-    """The figure of a schedule's runs: the median of their paired speedups (a failed run counts as 0)."""
-    return statistics.median(speedup_of(m) for m in runs)
+def pooled_baseline(runs: dict[str, list[Measurement]]) -> float | None:
+    """The untransformed program's time in this sitting: the median of the baselines paired with every run
+    of every schedule. One baseline for all of them, so their figures compare as their times do: the
+    serial baseline timed beside each measurement moves with where its buffers land (the matmul sample's
+    12.5 ms beside one schedule's three runs and 18.7 ms beside the other's, in one sitting, while both
+    schedules ran at 96-97% of FMA peak: 86x against 121x paired)."""
+    base = [m.baseline_ms for ms in runs.values() for m in ms if m.ok and m.baseline_ms]
+    return statistics.median(base) if base else None
+
+
+def speedups(runs: dict[str, list[Measurement]]) -> dict[str, list[float]]:
+    """Each run's speedup over the sitting's pooled baseline (0 for a failed run), by schedule text; the
+    untransformed program (text "") is 1 by definition."""
+    base = pooled_baseline(runs)
+
+    def of(text: str, m: Measurement) -> float:
+        if not (m.ok and m.time_ms and base):
+            return 0.0
+        return 1.0 if text == "" else base / m.time_ms
+
+    return {t: [of(t, m) for m in ms] for t, ms in runs.items()}

@@ -6,8 +6,8 @@ For choosing between training recipes on programs neither policy trained on (a v
 blocks drawn with a seed no recipe used: `python -m mlir_rl_tui.agent.block_programs OUT 44 2`), so that the
 evaluation programs of `mlir-rl-tui evaluate` stay unseen by every choice. Per program each policy schedules
 in one pass (no measurement), then the distinct schedules are measured fresh, A B A B ... for --rounds
-rounds and more while one's runs are split (agent.remeasure), each the paired speedup over the
-untransformed program at that moment; a policy's figure is the median. Prints one line per program whose
+rounds and more while one's runs are split (agent.remeasure), each a speedup over the untransformed
+program's time in that sitting (pooled); a policy's figure is the median. Prints one line per program whose
 schedules differ and the geometric means, their ratio B / A with its spread over programs, and the
 programs where each is under 0.95x of the baseline.
 With several --b checkpoints (named B, C, D, ... in that order) all are measured in the same rounds and
@@ -36,7 +36,7 @@ def main(argv: list[str] | None = None) -> int:
     a = p.parse_args(argv)
     sys.path.insert(0, str(ROOT))
     from mlir_rl_tui.agent.evaluate import gmean
-    from mlir_rl_tui.agent.remeasure import remeasure, speedup_of
+    from mlir_rl_tui.agent.remeasure import remeasure, speedups
     from mlir_rl_tui.agent.suggest import load_policy, set_inference_threads, to_measure
     from mlir_rl_tui.commands.dataset import program_paths
     from mlir_rl_tui.engine import Engine, Session, load_file
@@ -51,8 +51,7 @@ def main(argv: list[str] | None = None) -> int:
             sched = {k: to_measure(pol.schedule(Session(prog, openmp=eng.openmp)).schedule)
                      for k, pol in policies.items()}
             distinct = list(dict.fromkeys(str(s) for s in sched.values()))
-            measured = remeasure(eng, prog, list(sched.values()), a.rounds)  # more rounds while split
-            runs = {t: [speedup_of(m) for m in ms] for t, ms in measured.items()}
+            runs = speedups(remeasure(eng, prog, list(sched.values()), a.rounds))  # more rounds while split
             row = {"program": path, **{k: statistics.median(runs[str(s)]) for k, s in sched.items()},
                    **{f"{k}_schedule": str(s) for k, s in sched.items()},
                    **{f"{k}_spread": [min(runs[str(s)]), max(runs[str(s)])] for k, s in sched.items()}}
