@@ -99,7 +99,7 @@ def summarize(rows: list[dict], budgets: list[int] = ()) -> dict:
         k = hill_key(b)
         out[k] = gmean([r.get(k) for r in rows])
         out[f"{k}_found"] = gmean([r.get(f"{k}_found") for r in rows])
-        # the search's candidates timed in this run, and those replayed from the cache (earlier runs' timings)
+        # the search's candidates timed in this run, and those answered without a timing (cache rows, repeats)
         out[f"{k}_measured"] = sum(r.get(f"{k}_measured", 0) for r in rows)
         out[f"{k}_replayed"] = sum(r.get(f"{k}_replayed", 0) for r in rows)
         if out["policy"] and out[k]:

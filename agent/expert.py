@@ -10,6 +10,7 @@ import math
 import statistics
 from collections.abc import Callable
 
+from mlir_rl_tui.agent.remeasure import remeasure, speedups
 from mlir_rl_tui.engine import Engine, Program, Schedule, Session, to_text
 from mlir_rl_tui.engine.errors import ScheduleError
 from mlir_rl_tui.engine.mask import effective
@@ -145,8 +146,6 @@ def confirmed(engine: Engine, program: Program, schedules: list[Schedule],
     1.3x in the teacher's run and 0.8x when timed again, and a parallel schedule can measure at one level in
     one sitting and at another in the next (docs/agent-training.md). Timed side by side, its runners-up
     are compared at the same moment, so the choice is not a draw of the machine's state."""
-    from mlir_rl_tui.agent.remeasure import remeasure, speedups
-
     by_text = {to_text(s): s for s in schedules}
     figures = speedups(remeasure(engine, program, schedules, rounds))  # over the sitting's pooled baseline
     out = [(by_text[t], statistics.median(xs), xs) for t, xs in figures.items()]

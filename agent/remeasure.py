@@ -1,15 +1,15 @@
 """Schedules measured again, fresh and side by side: the one protocol of every comparison of final schedules
 (`evaluate`, the teacher's rule checks and `--confirm`, benchmarks/policy_ab.py).
 
-Each round measures every schedule once, A B C A B C ..., never from the cache. The machine has slow spells of seconds to a minute that the
-far-cores probe (engine.contention) does not see: in one evaluation sitting a convolution's schedule ran
-45x, 99x, 45x where three sittings before had measured it at 103-106x, and hill climbing's schedule beside
-it 44x, 112x, 113x (docs/agent-training.md). The median of three is one draw of such a spell. So while a
-schedule's runs are split (its slowest run over its fastest above SPLIT), another round of all of them
-follows, up to `max_rounds` (default 2 x rounds + 1), and each figure is the median of all its runs: a spell
-shorter than the sitting no longer decides it, and a schedule that is slow throughout stays slow. A run's
-figure is its speedup over the sitting's pooled baseline (`pooled_baseline`), so the schedules of one
-sitting compare as their times do.
+Each round measures every schedule once, A B C A B C ..., never from the cache. The machine has slow spells of
+seconds to a minute that the far-cores probe (engine.contention) does not see: in one evaluation sitting a
+convolution's schedule ran 45x, 99x, 45x where three sittings before had measured it at 103-106x, and hill
+climbing's schedule beside it 44x, 112x, 113x (docs/agent-training.md). The median of three is one draw of
+such a spell. So while a schedule's runs are split (its slowest run over its fastest above SPLIT), another
+round of all of them follows, up to `max_rounds` (default 2 x rounds + 1), and each figure is the median of
+all its runs: a spell shorter than the sitting no longer decides it, and a schedule that is slow throughout
+stays slow. A run's figure is its speedup over the sitting's pooled baseline (`pooled_baseline`), so the
+schedules of one sitting compare as their times do.
 """
 
 from __future__ import annotations
