@@ -2,12 +2,13 @@
 
 The generator of `engine.dataset` writes single linalg ops and chains of them; what users open is often a
 torch-mlir export of a model block (batch norms as elementwise generics, transposes, broadcasts, reductions,
-padded convolutions). `generate_blocks(out, n, seed)` draws n blocks from the families below, exports each
-with `agent.torch_import.import_module` (odd draws as torch-mlir writes them, even ones through `import`'s
-graph passes, the two forms a user meets) and writes a manifest.json that `engine.dataset.read_manifest`
-reads, so that `train --recipe default --more OUT` trains on them. `export_blocks` runs it in a child
-process (`python -m mlir_rl_tui.agent.block_programs OUT N SEED`): torch-mlir's own MLIR bindings loaded beside
-PyTorch in a long-lived process can crash it later (seen: a segfault in the next in-process PyTorch call). Sizes are drawn from wider ranges than
+padded convolutions). `generate_blocks(out, n, seed)` draws n blocks from the families below (or from
+`families` only, in turn), exports each with `agent.torch_import.import_module` (odd draws as torch-mlir
+writes them, even ones through `import`'s graph passes, the two forms a user meets) and writes a
+manifest.json that `engine.dataset.read_manifest` reads, so that `train --recipe default --more OUT` trains
+on them. `export_blocks` runs it in a child process (`python -m mlir_rl_tui.agent.block_programs OUT N SEED
+[FAMILY...]`): torch-mlir's own MLIR bindings loaded beside PyTorch in a long-lived process can crash it
+later (seen: a segfault in the next in-process PyTorch call). Sizes are drawn from wider ranges than
 the exports in tests/data/torch (the evaluation set), and no draw has the shape of one of those (same
 structure, other weights); the recipe also drops any program equal to an evaluation one.
 """
@@ -185,9 +186,14 @@ def draw(rng: np.random.Generator, family: str) -> tuple[str, str, tuple, dict]:
 
 
 def generate_blocks(out_dir: str, n: int, seed: int = 0,
-                    on_progress: Callable[[int, int, str], None] | None = None) -> dict:
+                    on_progress: Callable[[int, int, str], None] | None = None,
+                    families: tuple[str, ...] = FAMILIES) -> dict:
     """Export n drawn blocks into out_dir with a manifest.json (all in the train split); returns it.
-    A block torch-mlir cannot export is skipped (named in the manifest's "skipped")."""
+    Draw i is of families[i % len(families)] (default: every family in turn). A block torch-mlir cannot
+    export is skipped (named in the manifest's "skipped")."""
+    unknown = sorted(set(families) - set(FAMILIES))
+    if unknown or not families:
+        raise ValueError(f"block families must be among {', '.join(FAMILIES)}, not {unknown or 'none'}")
     import torch
 
     from mlir_rl_tui.agent.torch_import import PASSES, import_module
@@ -199,7 +205,7 @@ def generate_blocks(out_dir: str, n: int, seed: int = 0,
     rng = np.random.default_rng(seed)
     entries, skipped, seen = [], [], set()
     for i in range(n):
-        family = FAMILIES[i % len(FAMILIES)]
+        family = families[i % len(families)]
         name, cls, shape, kw = draw(rng, family)
         passes = PASSES if i % 2 == 0 else ()
         fname = f"{i:04d}_{name}{'_graph' if passes else ''}.mlir"
@@ -219,21 +225,23 @@ def generate_blocks(out_dir: str, n: int, seed: int = 0,
                         "split": "train"})
         if on_progress is not None:
             on_progress(i + 1, n, fname)
-    manifest = {"version": 1, "seed": seed, "n": n, "kind": "torch-mlir blocks", "programs": entries,
+    manifest = {"version": 1, "seed": seed, "n": n, "kind": "torch-mlir blocks", "families": list(families),
+                "programs": entries,
                 "train": [e["path"] for e in entries], "eval": [], "skipped": skipped}
     with open(os.path.join(out_dir, "manifest.json"), "w") as f:
         json.dump(manifest, f, indent=1)
     return manifest
 
 
-def export_blocks(out_dir: str, n: int, seed: int = 0, timeout: float = 1800) -> dict:
+def export_blocks(out_dir: str, n: int, seed: int = 0, timeout: float = 1800,
+                  families: tuple[str, ...] = FAMILIES) -> dict:
     """`generate_blocks` in a child process (see the module docstring); returns the manifest."""
     from mlir_rl_tui.engine.dataset import read_manifest
     from mlir_rl_tui.engine.errors import EngineError
 
     try:
-        r = subprocess.run([sys.executable, "-m", "mlir_rl_tui.agent.block_programs", out_dir, str(n), str(seed)],
-                           capture_output=True, text=True, timeout=timeout)
+        r = subprocess.run([sys.executable, "-m", "mlir_rl_tui.agent.block_programs", out_dir, str(n), str(seed),
+                            *families], capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         raise EngineError(f"exporting {n} blocks took more than {timeout:.0f} s") from None
     if r.returncode != 0:
@@ -243,4 +251,5 @@ def export_blocks(out_dir: str, n: int, seed: int = 0, timeout: float = 1800) ->
 
 
 if __name__ == "__main__":
-    generate_blocks(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]))
+    # python -m mlir_rl_tui.agent.block_programs OUT N SEED [FAMILY...]
+    generate_blocks(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), families=tuple(sys.argv[4:]) or FAMILIES)

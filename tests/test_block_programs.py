@@ -49,3 +49,15 @@ def test_no_block_has_the_shape_of_an_evaluation_export():
             assert not (cls == "InvRes" and shape == (1, 8, 16, 16) and kw["e"] == 4)
             assert not (cls == "Pool" and shape == (1, 8, 16, 16))
             assert not (cls == "Stem" and kw["c"] == 16 and shape == (1, 3, 32, 32))
+
+
+def test_blocks_of_chosen_families(tmp_path):
+    """`families` draws only those (in turn; a family named twice gets both export forms), and says so."""
+    from mlir_rl_tui.agent.block_programs import export_blocks, generate_blocks
+
+    with pytest.raises(ValueError, match="not \\['convnext'\\]"):
+        generate_blocks(str(tmp_path / "none"), 1, families=("pool", "convnext"))
+    man = export_blocks(str(tmp_path / "blocks"), 3, seed=5, families=("pool", "layernorm", "pool"))
+    assert [e["family"] for e in man["programs"]] == ["pool", "layernorm", "pool"]
+    assert [e["graph_passes"] for e in man["programs"]] == [True, False, True]
+    assert man["families"] == ["pool", "layernorm", "pool"] and not man["skipped"]
