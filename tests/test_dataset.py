@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 
 import numpy as np
 import pytest
+from conftest import ROOT
 
 from mlir_rl_tui.engine import dataset as ds
 from mlir_rl_tui.engine import load, load_file
+from mlir_rl_tui.samples import program
 
 
 @pytest.mark.parametrize("op", ds.SINGLE_OPS)
@@ -177,3 +180,17 @@ def test_measurements_travel_to_another_cache_and_back(engine, add, tmp_path, mo
     assert main(["dataset", "import", str(tmp_path / "bad.gz")]) == 2
     err = capsys.readouterr().err
     assert "cannot read the measurement file" in err and err.count("\n") == 1
+
+
+def test_the_measurement_files_in_data_are_whole_and_of_this_engine_version():
+    """data/'s files are what `dataset import` reads: every row a measurement this engine stores, as many as
+    the header says, and the samples' untransformed code among them (what `--as-this-machine` checks)."""
+    files = sorted((ROOT / "data").glob("*.jsonl.gz"))
+    assert len(files) >= 2
+    samples = {load_file(program(n)).sha256 for n in ("add", "relu", "maxpool", "sequence5")}
+    for path in files:
+        with gzip.open(path, "rt") as f:
+            header = json.loads(f.readline())
+        rows = list(ds.read_measurements(str(path), version_must_match=True))
+        assert None not in rows and len(rows) == header["rows"] > 1000, path.name
+        assert samples <= {sha for sha, text, _, _ in rows if text == ""}, path.name
