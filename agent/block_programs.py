@@ -226,8 +226,7 @@ def generate_blocks(out_dir: str, n: int, seed: int = 0,
         if on_progress is not None:
             on_progress(i + 1, n, fname)
     manifest = {"version": 1, "seed": seed, "n": n, "kind": "torch-mlir blocks", "families": list(families),
-                "programs": entries,
-                "train": [e["path"] for e in entries], "eval": [], "skipped": skipped}
+                "programs": entries, "train": [e["path"] for e in entries], "eval": [], "skipped": skipped}
     with open(os.path.join(out_dir, "manifest.json"), "w") as f:
         json.dump(manifest, f, indent=1)
     return manifest
