@@ -7,10 +7,12 @@ padded convolutions). `generate_blocks(out, n, seed)` draws n blocks from the fa
 writes them, even ones through `import`'s graph passes, the two forms a user meets) and writes a
 manifest.json that `engine.dataset.read_manifest` reads, so that `train --recipe default --more OUT` trains
 on them. `export_blocks` runs it in a child process (`python -m mlir_rl_tui.agent.block_programs OUT N SEED
-[FAMILY...]`): torch-mlir's own MLIR bindings loaded beside PyTorch in a long-lived process can crash it
+[--small] [FAMILY...]`): torch-mlir's own MLIR bindings loaded beside PyTorch in a long-lived process can crash it
 later (seen: a segfault in the next in-process PyTorch call). Sizes are drawn from wider ranges than
 the exports in tests/data/torch (the evaluation set), and no draw has the shape of one of those (same
-structure, other weights); the recipe also drops any program equal to an evaluation one.
+structure, other weights); the recipe also drops any program equal to an evaluation one. `--small`
+(`sizes="small"`) draws tiny blocks instead (SIZES), of the sizes where a parallel hand-off costs more than
+the work: the default ranges start above the evaluation's 16x16 pooling.
 """
 
 from __future__ import annotations
@@ -144,56 +146,93 @@ def _modules():
                 LNLinearGELU=LNLinearGELU, Pool=Pool, Stem=Stem, ConvBNReLU=ConvBNReLU, Softmax=Softmax)
 
 
-def draw(rng: np.random.Generator, family: str) -> tuple[str, str, tuple, dict]:
-    """(name, class, input shape, constructor kwargs) of one block of `family`."""
+#: Sizes each family draws from, in the order `draw` draws them. "default": the recipe's blocks; "small": tiny
+#: blocks of the sizes users also open (the evaluation exports in tests/data/torch are 1x8x16x16 poolings, a
+#: 1x64 MLP, 16x32 attention), below most default ranges, none at an evaluation export's shape (pool, resnet,
+#: invres and stem skip 16x16 and 32x32, attention sequence 16, layernorm 16 tokens, the MLP batch 1).
+SIZES: dict[str, dict[str, tuple[list[int], ...]]] = {
+    "default": {
+        "mlp": ([1, 8, 16, 32, 64], [32, 64, 128, 256], [64, 128, 256, 512], [2, 3]),
+        "resnet": ([8, 16, 24, 32], [8, 12, 14, 20, 28]),
+        "invres": ([8, 16, 24], [2, 4, 6], [8, 14, 20, 28]),
+        "attention": ([8, 32, 64, 128], [16, 32, 64]),
+        "heads": ([16, 32, 64, 128], [32, 64, 128], [2, 4]),
+        "layernorm": ([8, 32, 64, 128], [32, 64, 128, 256]),
+        "ln_linear_gelu": ([16, 32, 64, 128], [64, 128, 256], [64, 128, 256]),
+        "pool": ([8, 16, 32, 64], [20, 28, 32, 56], [2, 3], [1, 2]),
+        "stem": ([8, 24, 32], [24, 32, 48, 64]),
+        "conv_bn_relu": ([3, 8, 16, 32], [8, 16, 32, 64], [1, 3], [8, 14, 16, 28]),
+        "softmax": ([16, 32, 64, 128, 256], [16, 32, 64, 128, 256]),
+    },
+    "small": {
+        "mlp": ([2, 4, 8], [16, 32, 64], [32, 64, 128], [2, 3]),
+        "resnet": ([4, 8, 16], [4, 6, 8, 10, 12]),
+        "invres": ([4, 8, 16], [2, 4, 6], [4, 6, 8, 10, 12]),
+        "attention": ([4, 8, 12, 24], [8, 16, 32]),
+        "heads": ([8, 12, 24], [16, 32, 64], [2, 4]),
+        "layernorm": ([4, 8, 12, 24], [16, 32, 64]),
+        "ln_linear_gelu": ([4, 8, 12], [32, 64], [32, 64]),
+        "pool": ([4, 8, 16], [8, 10, 12, 14], [2, 3], [1, 2]),
+        "stem": ([8, 16], [12, 16, 20, 24]),
+        "conv_bn_relu": ([3, 4, 8, 16], [4, 8, 16], [1, 3], [4, 6, 8, 12]),
+        "softmax": ([4, 8, 12], [8, 16, 32]),
+    },
+}
+
+
+def draw(rng: np.random.Generator, family: str, sizes: str = "default") -> tuple[str, str, tuple, dict]:
+    """(name, class, input shape, constructor kwargs) of one block of `family`, its sizes from SIZES[sizes]."""
     c = lambda xs: int(rng.choice(xs))  # noqa: E731
+    if family not in FAMILIES:
+        raise ValueError(family)
+    z = SIZES[sizes][family]
     if family == "mlp":
-        b, d, h, n = c([1, 8, 16, 32, 64]), c([32, 64, 128, 256]), c([64, 128, 256, 512]), c([2, 3])
+        b, d, h, n = c(z[0]), c(z[1]), c(z[2]), c(z[3])
         return f"mlp{n}_{b}x{d}_h{h}", "MLP", (b, d), dict(d=d, h=h, layers=n)
     if family == "resnet":
-        ch, hw = c([8, 16, 24, 32]), c([8, 12, 14, 20, 28])
+        ch, hw = c(z[0]), c(z[1])
         return f"resnet_{ch}c_{hw}x{hw}", "ResNet", (1, ch, hw, hw), dict(c=ch)
     if family == "invres":
-        ch, e, hw = c([8, 16, 24]), c([2, 4, 6]), c([8, 14, 20, 28])
+        ch, e, hw = c(z[0]), c(z[1]), c(z[2])
         return f"invres_{ch}c_e{e}_{hw}x{hw}", "InvRes", (1, ch, hw, hw), dict(c=ch, e=e)
     if family == "attention":
-        s, d = c([8, 32, 64, 128]), c([16, 32, 64])
+        s, d = c(z[0]), c(z[1])
         return f"attention_{s}x{d}", "Attention", (1, s, d), dict(d=d)
     if family == "heads":
-        s, d, h = c([16, 32, 64, 128]), c([32, 64, 128]), c([2, 4])
+        s, d, h = c(z[0]), c(z[1]), c(z[2])
         return f"heads{h}_{s}x{d}", "Heads", (s, d), dict(d=d, heads=h)
     if family == "layernorm":
-        t, d, act = c([8, 32, 64, 128]), c([32, 64, 128, 256]), bool(rng.integers(2))
+        t, d, act = c(z[0]), c(z[1]), bool(rng.integers(2))
         return f"layernorm{'_gelu' if act else ''}_{t}x{d}", "LayerNorm", (t, d), dict(d=d, act=act)
     if family == "ln_linear_gelu":
-        t, d, h = c([16, 32, 64, 128]), c([64, 128, 256]), c([64, 128, 256])
+        t, d, h = c(z[0]), c(z[1]), c(z[2])
         return f"ln_linear_gelu_{t}x{d}_h{h}", "LNLinearGELU", (t, d), dict(d=d, h=h)
     if family == "pool":
-        ch, hw, k, relu = c([8, 16, 32, 64]), c([20, 28, 32, 56]), c([2, 3]), bool(rng.integers(2))
-        s = 2 if k == 3 else c([1, 2])
+        ch, hw, k, relu = c(z[0]), c(z[1]), c(z[2]), bool(rng.integers(2))
+        s = 2 if k == 3 else c(z[3])
         return (f"{'relu_' if relu else ''}maxpool{k}s{s}_{ch}c_{hw}x{hw}", "Pool", (1, ch, hw, hw),
                 dict(k=k, s=s, relu=relu))
     if family == "stem":
-        ch, hw = c([8, 24, 32]), c([24, 32, 48, 64])
+        ch, hw = c(z[0]), c(z[1])
         return f"stem_{ch}c_{hw}x{hw}", "Stem", (1, 3, hw, hw), dict(c=ch)
     if family == "conv_bn_relu":
-        ci, co, k, hw = c([3, 8, 16, 32]), c([8, 16, 32, 64]), c([1, 3]), c([8, 14, 16, 28])
+        ci, co, k, hw = c(z[0]), c(z[1]), c(z[2]), c(z[3])
         return f"conv{k}_bn_relu_{ci}to{co}_{hw}x{hw}", "ConvBNReLU", (1, ci, hw, hw), dict(ci=ci, co=co, k=k)
-    if family == "softmax":
-        r, n = c([16, 32, 64, 128, 256]), c([16, 32, 64, 128, 256])
-        return f"softmax_{r}x{n}", "Softmax", (r, n), {}
-    raise ValueError(family)
+    r, n = c(z[0]), c(z[1])  # softmax
+    return f"softmax_{r}x{n}", "Softmax", (r, n), {}
 
 
 def generate_blocks(out_dir: str, n: int, seed: int = 0,
                     on_progress: Callable[[int, int, str], None] | None = None,
-                    families: tuple[str, ...] = FAMILIES) -> dict:
+                    families: tuple[str, ...] = FAMILIES, sizes: str = "default") -> dict:
     """Export n drawn blocks into out_dir with a manifest.json (all in the train split); returns it.
-    Draw i is of families[i % len(families)] (default: every family in turn). A block torch-mlir cannot
-    export is skipped (named in the manifest's "skipped")."""
+    Draw i is of families[i % len(families)] (default: every family in turn), at SIZES[sizes]. A block
+    torch-mlir cannot export is skipped (named in the manifest's "skipped")."""
     unknown = sorted(set(families) - set(FAMILIES))
     if unknown or not families:
         raise ValueError(f"block families must be among {', '.join(FAMILIES)}, not {unknown or 'none'}")
+    if sizes not in SIZES:
+        raise ValueError(f"block sizes must be one of {', '.join(SIZES)}, not {sizes!r}")
     import torch
 
     from mlir_rl_tui.agent.torch_import import PASSES, import_module
@@ -206,7 +245,7 @@ def generate_blocks(out_dir: str, n: int, seed: int = 0,
     entries, skipped, seen = [], [], set()
     for i in range(n):
         family = families[i % len(families)]
-        name, cls, shape, kw = draw(rng, family)
+        name, cls, shape, kw = draw(rng, family, sizes)
         passes = PASSES if i % 2 == 0 else ()
         fname = f"{i:04d}_{name}{'_graph' if passes else ''}.mlir"
         torch.manual_seed(seed * 1000 + i)
@@ -226,6 +265,7 @@ def generate_blocks(out_dir: str, n: int, seed: int = 0,
         if on_progress is not None:
             on_progress(i + 1, n, fname)
     manifest = {"version": 1, "seed": seed, "n": n, "kind": "torch-mlir blocks", "families": list(families),
+                "sizes": sizes,
                 "programs": entries, "train": [e["path"] for e in entries], "eval": [], "skipped": skipped}
     with open(os.path.join(out_dir, "manifest.json"), "w") as f:
         json.dump(manifest, f, indent=1)
@@ -233,14 +273,15 @@ def generate_blocks(out_dir: str, n: int, seed: int = 0,
 
 
 def export_blocks(out_dir: str, n: int, seed: int = 0, timeout: float = 1800,
-                  families: tuple[str, ...] = FAMILIES) -> dict:
+                  families: tuple[str, ...] = FAMILIES, sizes: str = "default") -> dict:
     """`generate_blocks` in a child process (see the module docstring); returns the manifest."""
     from mlir_rl_tui.engine.dataset import read_manifest
     from mlir_rl_tui.engine.errors import EngineError
 
     try:
+        flag = ["--small"] if sizes == "small" else []
         r = subprocess.run([sys.executable, "-m", "mlir_rl_tui.agent.block_programs", out_dir, str(n), str(seed),
-                            *families], capture_output=True, text=True, timeout=timeout)
+                            *flag, *families], capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         raise EngineError(f"exporting {n} blocks took more than {timeout:.0f} s") from None
     if r.returncode != 0:
@@ -250,5 +291,8 @@ def export_blocks(out_dir: str, n: int, seed: int = 0, timeout: float = 1800,
 
 
 if __name__ == "__main__":
-    # python -m mlir_rl_tui.agent.block_programs OUT N SEED [FAMILY...]
-    generate_blocks(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), families=tuple(sys.argv[4:]) or FAMILIES)
+    # python -m mlir_rl_tui.agent.block_programs OUT N SEED [--small] [FAMILY...]
+    rest = sys.argv[4:]
+    generate_blocks(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]),
+                    families=tuple(a for a in rest if a != "--small") or FAMILIES,
+                    sizes="small" if "--small" in rest else "default")

@@ -39,16 +39,17 @@ def test_no_block_has_the_shape_of_an_evaluation_export():
 
     export = (ROOT / "tests" / "data" / "torch" / "export.py").read_text()
     assert "(1, 16, 32)" in export and "(16, 64)" in export  # attention and layer norm's evaluation shapes
-    rng = np.random.default_rng(0)
-    for _ in range(300):
-        for f in FAMILIES:
-            _, cls, shape, kw = draw(rng, f)
-            assert not (cls == "Attention" and shape == (1, 16, 32))
-            assert not (cls == "LayerNorm" and shape == (16, 64))
-            assert not (cls == "ResNet" and shape == (1, 16, 16, 16))
-            assert not (cls == "InvRes" and shape == (1, 8, 16, 16) and kw["e"] == 4)
-            assert not (cls == "Pool" and shape == (1, 8, 16, 16))
-            assert not (cls == "Stem" and kw["c"] == 16 and shape == (1, 3, 32, 32))
+    for sizes in ("default", "small"):
+        rng = np.random.default_rng(0)
+        for _ in range(300):
+            for f in FAMILIES:
+                _, cls, shape, kw = draw(rng, f, sizes)
+                assert not (cls == "Attention" and shape == (1, 16, 32))
+                assert not (cls == "LayerNorm" and shape == (16, 64))
+                assert not (cls == "ResNet" and shape == (1, 16, 16, 16))
+                assert not (cls == "InvRes" and shape == (1, 8, 16, 16) and kw["e"] == 4)
+                assert not (cls == "Pool" and shape == (1, 8, 16, 16))
+                assert not (cls == "Stem" and kw["c"] == 16 and shape == (1, 3, 32, 32))
 
 
 def test_blocks_of_chosen_families(tmp_path):
@@ -61,3 +62,30 @@ def test_blocks_of_chosen_families(tmp_path):
     assert [e["family"] for e in man["programs"]] == ["pool", "layernorm", "pool"]
     assert [e["graph_passes"] for e in man["programs"]] == [True, False, True]
     assert man["families"] == ["pool", "layernorm", "pool"] and not man["skipped"]
+
+
+def test_small_blocks_are_smaller_and_default_draws_unchanged():
+    """--small draws below the default ranges (the evaluation exports' sizes, not their shapes); the default
+    draws stay those of the folders the recipe's cache was filled from (seed 1's first blocks, by name)."""
+    from mlir_rl_tui.agent.block_programs import FAMILIES, SIZES, draw
+
+    assert set(SIZES["small"]) == set(SIZES["default"]) == set(FAMILIES)
+    rng = np.random.default_rng(1)
+    names = [draw(rng, f)[0] for f in FAMILIES[:4]]
+    assert names == ["mlp3_16x128_h512", "resnet_8c_8x8", "invres_24c_e6_8x8", "attention_32x64"]  # runs/base/blocks_s1
+    for f in FAMILIES:  # the largest small draw is under the largest default one, per size list
+        assert all(max(s) <= max(d) for s, d in zip(SIZES["small"][f], SIZES["default"][f]))
+    small = [draw(np.random.default_rng(i), "pool", "small")[2] for i in range(20)]
+    assert all(shape[2] <= 14 for shape in small)
+
+
+def test_small_blocks_export(tmp_path):
+    """`--small` through the child process: the manifest says so and the block is of a small size."""
+    from mlir_rl_tui.agent.block_programs import export_blocks, generate_blocks
+
+    with pytest.raises(ValueError, match="not 'huge'"):
+        generate_blocks(str(tmp_path / "none"), 1, sizes="huge")
+    man = export_blocks(str(tmp_path / "small"), 1, seed=5, families=("pool",), sizes="small")
+    (entry,) = man["programs"]
+    assert man["sizes"] == "small" and entry["family"] == "pool"
+    assert int(entry["name"].rsplit("x", 1)[1].removesuffix("_graph")) <= 14, entry["name"]
