@@ -20,7 +20,7 @@ the story), end to end on the project's 2-core machine:
 5. The chosen weights are OUT/default.pt, with OUT/default.json describing the run; --ship copies both
    to agent/checkpoints/, where the app, `optimize` and `evaluate` find the shipped policy.
 
-The shipped run (issue 14, engine version 8): 230 programs (the 48 of runs/dataset's train split, 73 drawn
+The first run of issue 14 (engine version 8): 230 programs (the 48 of runs/dataset's train split, 73 drawn
 with seed 1, 66 model blocks exported with torch-mlir with seed 0 and 43 more with seed 1), hill-climbing
 teacher, its schedules imitated as found (--tolerance 0):
 
@@ -36,7 +36,7 @@ each: about 20 s per generated program, 25-45 s per block); a replay of all 230 
 epochs (cloning). A quick check of the whole pipeline: --n 2 --limit 1 --budget 2 --bc-epochs 1
 --exclude (about a minute).
 
-The shipped weights (2026-11-25) are this recipe's with the teacher measured again on a new machine (4,359 s
+The weights shipped from 2026-11-25 to 2026-11-27 (runs/v14) are this recipe's with the teacher measured again on a new machine (4,359 s
 for the 230 programs; its measurements are in data/: `mlir-rl-tui dataset import
 data/measurements-engine8.jsonl.gz --as-this-machine` on the same kind of machine, and the teacher replays)
 and its targets checked against expert.rule_variant's rules (fresh timings, 12 minutes), cloning 5 minutes:
@@ -44,6 +44,19 @@ and its targets checked against expert.rule_variant's rules (fresh timings, 12 m
     mlir-rl-tui train --recipe default --teacher hill --out runs/v14 --programs runs/dataset --extra 80 \
         --blocks 66 --more runs/v9/blocks_s1 --budget 30 --bc-epochs 50 --exclude samples tests/data/torch \
         --prefer-rules 0.97 --ship
+
+Shipped since 2026-11-27 (runs/v30): the same recipe with the teacher on this machine kind's own measurements
+(data/measurements-engine8-vm2.jsonl.gz and -small.jsonl.gz), 39 blocks of chosen families and 66 tiny blocks
+(335 programs; 72 minutes of search and rule checks with the first file imported, 8 of cloning):
+
+    python -m mlir_rl_tui.agent.block_programs runs/s13/blocks_s7 44 7 pool conv_bn_relu resnet layernorm pool
+    python -m mlir_rl_tui.agent.block_programs runs/small/blocks_s10 66 10 --small
+    mlir-rl-tui train --recipe default --teacher hill --out runs/v30 --programs runs/dataset --extra 80 \
+        --blocks 66 --more runs/base/blocks_s1 runs/s13/blocks_s7 runs/small/blocks_s10 --budget 30 \
+        --bc-epochs 50 --exclude samples tests/data/torch runs/val/small_s12 $(cat runs/val_list.txt) \
+        --prefer-rules 0.97 --ship
+
+(runs/base/blocks_s1 is `block_programs runs/base/blocks_s1 44 1`, the same blocks as runs/v9/blocks_s1.)
 
 `--demos`, `--choose-by`, `--confirm` (the teacher's best and runners-up timed again side by side),
 longer cloning, `--start-from` (expert iteration: a climb from the policy's own schedule) and
