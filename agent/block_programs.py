@@ -148,8 +148,8 @@ def _modules():
 
 #: Sizes each family draws from, in the order `draw` draws them. "default": the recipe's blocks; "small": tiny
 #: blocks of the sizes users also open (the evaluation exports in tests/data/torch are 1x8x16x16 poolings, a
-#: 1x64 MLP, 16x32 attention), below most default ranges, none at an evaluation export's shape (pool, resnet,
-#: invres and stem skip 16x16 and 32x32, attention sequence 16, layernorm 16 tokens, the MLP batch 1).
+#: 1x64 MLP, 16x32 attention), below most default ranges, none at an evaluation export's shape (pool, resnet
+#: and invres skip 16x16, stem 32x32, attention sequence 16, layernorm 16 tokens, the MLP batch 1).
 SIZES: dict[str, dict[str, tuple[list[int], ...]]] = {
     "default": {
         "mlp": ([1, 8, 16, 32, 64], [32, 64, 128, 256], [64, 128, 256, 512], [2, 3]),
