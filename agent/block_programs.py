@@ -7,12 +7,13 @@ padded convolutions). `generate_blocks(out, n, seed)` draws n blocks from the fa
 writes them, even ones through `import`'s graph passes, the two forms a user meets) and writes a
 manifest.json that `engine.dataset.read_manifest` reads, so that `train --recipe default --more OUT` trains
 on them. `export_blocks` runs it in a child process (`python -m mlir_rl_tui.agent.block_programs OUT N SEED
-[--small] [FAMILY...]`): torch-mlir's own MLIR bindings loaded beside PyTorch in a long-lived process can crash it
+[--sizes NAME | --small] [FAMILY...]`): torch-mlir's own MLIR bindings loaded beside PyTorch in a long-lived process can crash it
 later (seen: a segfault in the next in-process PyTorch call). Sizes are drawn from wider ranges than
 the exports in tests/data/torch (the evaluation set), and no draw has the shape of one of those (same
 structure, other weights); the recipe also drops any program equal to an evaluation one. `--small`
 (`sizes="small"`) draws tiny blocks instead (SIZES), of the sizes where a parallel hand-off costs more than
-the work: the default ranges start above the evaluation's 16x16 pooling.
+the work: the default ranges start above the evaluation's 16x16 pooling. `--sizes aligned` is small with
+poolings whose output rows are multiples of the vector width.
 """
 
 from __future__ import annotations
@@ -178,6 +179,11 @@ SIZES: dict[str, dict[str, tuple[list[int], ...]]] = {
         "softmax": ([4, 8, 12], [8, 16, 32]),
     },
 }
+#: "aligned": the small table, but poolings of sides 9, 17, 18 and 33, whose output rows are mostly 8, 16 or 32
+#: columns (a vector of 8 f32 lanes, or several): small's poolings (8-14 px) never give an output row of 8, so no
+#: tiny training pooling rewarded vectorizing along a row. k2s1: 8, 16, 17, 32; k2s2: 4, 8, 9, 16; k3s2: 4, 8,
+#: 8, 16. None is the evaluation's 16x16.
+SIZES["aligned"] = dict(SIZES["small"], pool=([4, 8, 16], [9, 17, 18, 33], [2, 3], [1, 2]))
 
 
 def draw(rng: np.random.Generator, family: str, sizes: str = "default") -> tuple[str, str, tuple, dict]:
@@ -279,9 +285,8 @@ def export_blocks(out_dir: str, n: int, seed: int = 0, timeout: float = 1800,
     from mlir_rl_tui.engine.errors import EngineError
 
     try:
-        flag = ["--small"] if sizes == "small" else []
         r = subprocess.run([sys.executable, "-m", "mlir_rl_tui.agent.block_programs", out_dir, str(n), str(seed),
-                            *flag, *families], capture_output=True, text=True, timeout=timeout)
+                            "--sizes", sizes, *families], capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         raise EngineError(f"exporting {n} blocks took more than {timeout:.0f} s") from None
     if r.returncode != 0:
@@ -290,9 +295,24 @@ def export_blocks(out_dir: str, n: int, seed: int = 0, timeout: float = 1800,
     return read_manifest(out_dir)
 
 
+def main(argv: list[str] | None = None) -> int:
+    """python -m mlir_rl_tui.agent.block_programs OUT N SEED [--sizes NAME | --small] [FAMILY...]"""
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="python -m mlir_rl_tui.agent.block_programs",
+                                 description="Export N drawn model blocks into OUT with a manifest.json.")
+    ap.add_argument("out")
+    ap.add_argument("n", type=int)
+    ap.add_argument("seed", type=int)
+    ap.add_argument("families", nargs="*", metavar="FAMILY", help=f"draw only these, in turn ({', '.join(FAMILIES)})")
+    ap.add_argument("--sizes", choices=list(SIZES), default="default", help="the SIZES table to draw from")
+    ap.add_argument("--small", dest="sizes", action="store_const", const="small", help="--sizes small")
+    a = ap.parse_intermixed_args(argv)
+    if unknown := sorted(set(a.families) - set(FAMILIES)):
+        ap.error(f"unknown block families {unknown}: choose from {', '.join(FAMILIES)}")
+    generate_blocks(a.out, a.n, a.seed, families=tuple(a.families) or FAMILIES, sizes=a.sizes)
+    return 0
+
+
 if __name__ == "__main__":
-    # python -m mlir_rl_tui.agent.block_programs OUT N SEED [--small] [FAMILY...]
-    rest = sys.argv[4:]
-    generate_blocks(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]),
-                    families=tuple(a for a in rest if a != "--small") or FAMILIES,
-                    sizes="small" if "--small" in rest else "default")
+    sys.exit(main())

@@ -35,11 +35,11 @@ def test_blocks_export_validate_and_train(tmp_path, cache_dir):
 
 
 def test_no_block_has_the_shape_of_an_evaluation_export():
-    from mlir_rl_tui.agent.block_programs import FAMILIES, draw
+    from mlir_rl_tui.agent.block_programs import FAMILIES, SIZES, draw
 
     export = (ROOT / "tests" / "data" / "torch" / "export.py").read_text()
     assert "(1, 16, 32)" in export and "(16, 64)" in export  # attention and layer norm's evaluation shapes
-    for sizes in ("default", "small"):
+    for sizes in SIZES:
         rng = np.random.default_rng(0)
         for _ in range(300):
             for f in FAMILIES:
@@ -89,3 +89,37 @@ def test_small_blocks_export(tmp_path):
     (entry,) = man["programs"]
     assert man["sizes"] == "small" and entry["family"] == "pool"
     assert int(entry["name"].rsplit("x", 1)[1].removesuffix("_graph")) <= 14, entry["name"]
+
+
+def test_aligned_poolings_have_rows_of_the_vector_width():
+    """--sizes aligned: the small table with poolings whose output rows are mostly multiples of 8 columns (the
+    tiny poolings of "small" never are), no pooling of the evaluation's 16x16; the other families as small's."""
+    from mlir_rl_tui.agent.block_programs import FAMILIES, SIZES, draw
+
+    assert {f: SIZES["aligned"][f] for f in FAMILIES if f != "pool"} == {
+        f: SIZES["small"][f] for f in FAMILIES if f != "pool"}
+
+    def rows(sizes: str) -> list[int]:
+        out = []
+        for i in range(200):
+            _, _, shape, kw = draw(np.random.default_rng(i), "pool", sizes)
+            out.append((shape[3] - kw["k"]) // kw["s"] + 1)
+        return out
+
+    assert not any(r % 8 == 0 for r in rows("small"))
+    aligned = rows("aligned")
+    assert sum(r % 8 == 0 for r in aligned) >= 0.6 * len(aligned) and 8 in aligned and 16 in aligned
+
+
+def test_the_script_answers_bad_arguments_in_one_line(capsys):
+    """`python -m mlir_rl_tui.agent.block_programs` refuses an unknown family or table with a usage line, exit 2."""
+    from mlir_rl_tui.agent.block_programs import main
+
+    for argv, says in ((["out", "1", "1", "convnext"], "unknown block families ['convnext']"),
+                       (["out", "1", "1", "--sizes", "huge"], "invalid choice: 'huge'"),
+                       (["out", "1"], "required")):
+        with pytest.raises(SystemExit) as e:
+            main(argv)
+        assert e.value.code == 2
+        err = capsys.readouterr().err
+        assert says in err and "Traceback" not in err
