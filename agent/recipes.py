@@ -45,7 +45,7 @@ and its targets checked against expert.rule_variant's rules (fresh timings, 12 m
         --blocks 66 --more runs/v9/blocks_s1 --budget 30 --bc-epochs 50 --exclude samples tests/data/torch \
         --prefer-rules 0.97 --ship
 
-Shipped since 2026-11-27 (runs/v30): the same recipe with the teacher on this machine kind's own measurements
+Shipped on 2026-11-27 before runs/v31 (runs/v30): the same recipe with the teacher on this machine kind's own measurements
 (data/measurements-engine8-vm2.jsonl.gz and -small.jsonl.gz), 39 blocks of chosen families and 66 tiny blocks
 (335 programs; 72 minutes of search and rule checks with the first file imported, 8 of cloning):
 
@@ -57,6 +57,16 @@ Shipped since 2026-11-27 (runs/v30): the same recipe with the teacher on this ma
         --prefer-rules 0.97 --ship
 
 (runs/base/blocks_s1 is `block_programs runs/base/blocks_s1 44 1`, the same blocks as runs/v9/blocks_s1.)
+
+Shipped since 2026-11-27 (runs/v31): runs/v30's recipe plus 24 tiny poolings whose output rows are mostly
+8-32 columns (`--sizes aligned`; their measurements in data/measurements-engine8-aligned.jsonl.gz), 356
+programs, 78 minutes of search and rule checks, 9 of cloning:
+
+    python -m mlir_rl_tui.agent.block_programs runs/aligned/blocks_s14 24 14 --sizes aligned pool
+    mlir-rl-tui train --recipe default --teacher hill --out runs/v31 --programs runs/dataset --extra 80 \
+        --blocks 66 --more runs/base/blocks_s1 runs/s13/blocks_s7 runs/small/blocks_s10 runs/aligned/blocks_s14 \
+        --budget 30 --bc-epochs 50 --exclude samples tests/data/torch runs/val/small_s12 runs/val/aligned_s16 \
+        $(cat runs/val_list.txt) --prefer-rules 0.97 --ship
 
 `--demos`, `--choose-by`, `--confirm` (the teacher's best and runners-up timed again side by side),
 longer cloning, `--start-from` (expert iteration: a climb from the policy's own schedule) and
