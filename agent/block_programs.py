@@ -228,17 +228,22 @@ def draw(rng: np.random.Generator, family: str, sizes: str = "default") -> tuple
     return f"softmax_{r}x{n}", "Softmax", (r, n), {}
 
 
+def check_choice(families: tuple[str, ...], sizes: str) -> None:
+    """ValueError naming what is wrong when a family is not in FAMILIES (or none is given) or sizes not in SIZES."""
+    unknown = sorted(set(families) - set(FAMILIES))
+    if unknown or not families:
+        raise ValueError(f"block families must be among {', '.join(FAMILIES)}, not {unknown or 'none'}")
+    if sizes not in SIZES:
+        raise ValueError(f"block sizes must be one of {', '.join(SIZES)}, not {sizes!r}")
+
+
 def generate_blocks(out_dir: str, n: int, seed: int = 0,
                     on_progress: Callable[[int, int, str], None] | None = None,
                     families: tuple[str, ...] = FAMILIES, sizes: str = "default") -> dict:
     """Export n drawn blocks into out_dir with a manifest.json (all in the train split); returns it.
     Draw i is of families[i % len(families)] (default: every family in turn), at SIZES[sizes]. A block
     torch-mlir cannot export is skipped (named in the manifest's "skipped")."""
-    unknown = sorted(set(families) - set(FAMILIES))
-    if unknown or not families:
-        raise ValueError(f"block families must be among {', '.join(FAMILIES)}, not {unknown or 'none'}")
-    if sizes not in SIZES:
-        raise ValueError(f"block sizes must be one of {', '.join(SIZES)}, not {sizes!r}")
+    check_choice(families, sizes)
     import torch
 
     from mlir_rl_tui.agent.torch_import import PASSES, import_module
@@ -305,12 +310,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("n", type=int)
     ap.add_argument("seed", type=int)
     ap.add_argument("families", nargs="*", metavar="FAMILY", help=f"draw only these, in turn ({', '.join(FAMILIES)})")
-    ap.add_argument("--sizes", choices=list(SIZES), default="default", help="the SIZES table to draw from")
+    ap.add_argument("--sizes", default="default", help=f"the SIZES table to draw from ({', '.join(SIZES)})")
     ap.add_argument("--small", dest="sizes", action="store_const", const="small", help="--sizes small")
     a = ap.parse_intermixed_args(argv)
-    if unknown := sorted(set(a.families) - set(FAMILIES)):
-        ap.error(f"unknown block families {unknown}: choose from {', '.join(FAMILIES)}")
-    generate_blocks(a.out, a.n, a.seed, families=tuple(a.families) or FAMILIES, sizes=a.sizes)
+    families = tuple(a.families) or FAMILIES
+    try:
+        check_choice(families, a.sizes)
+    except ValueError as e:
+        ap.error(str(e))
+    generate_blocks(a.out, a.n, a.seed, families=families, sizes=a.sizes)
     return 0
 
 

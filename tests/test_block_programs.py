@@ -115,8 +115,8 @@ def test_the_script_answers_bad_arguments_in_one_line(capsys):
     """`python -m mlir_rl_tui.agent.block_programs` refuses an unknown family or table with a usage line, exit 2."""
     from mlir_rl_tui.agent.block_programs import main
 
-    for argv, says in ((["out", "1", "1", "convnext"], "unknown block families ['convnext']"),
-                       (["out", "1", "1", "--sizes", "huge"], "invalid choice: 'huge'"),
+    for argv, says in ((["out", "1", "1", "convnext"], "among mlp, resnet"),
+                       (["out", "1", "1", "--sizes", "huge", "pool"], "not 'huge'"),
                        (["out", "1"], "required")):
         with pytest.raises(SystemExit) as e:
             main(argv)
