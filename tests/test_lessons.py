@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import statistics
 
 import pytest
 
@@ -48,6 +49,18 @@ async def settle(pilot, timeout: float = 300.0) -> None:
     await pilot.pause()
 
 
+def measured_again(engine, prog, before: str, after: str) -> float:
+    """How many times faster `after` is than `before`, timed afresh side by side (agent.remeasure: 5
+    interleaved rounds, more while split), median over median: once measured in the app, a 2x claim read
+    1.04x in one CI run, when the machine slowed down between the two steps' timings."""
+    from mlir_rl_tui.agent.remeasure import remeasure
+    from mlir_rl_tui.engine import parse
+
+    runs = remeasure(engine, prog, [parse(before), parse(after)], rounds=5)
+    times = [statistics.median(m.time_ms for m in ms if m.ok and m.time_ms) for ms in runs.values()]
+    return times[0] / times[1]
+
+
 @pytest.mark.parametrize("name", lessons.shipped())
 def test_lesson_runs_end_to_end(engine, name):
     les = lessons.load(name)
@@ -66,7 +79,10 @@ def test_lesson_runs_end_to_end(engine, name):
                 m, gain = view.result(k, main.workspace)
                 assert m is not None and m.ok and m.validated, (step.title, m and m.error)
                 if step.faster:
-                    assert gain is not None and gain >= step.faster, (step.title, gain)
+                    assert gain is not None, step.title
+                    if gain < step.faster:  # one pair of timings: a slow spell of the machine can hide the
+                        gain = measured_again(engine, prog, les.steps[k - 1].schedule, step.schedule)
+                    assert gain >= step.faster, (step.title, gain)
             # leave the lesson, try a step of one's own, come back
             await pilot.press("u")
             await settle(pilot)
