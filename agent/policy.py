@@ -260,9 +260,72 @@ def save(model: ActorCritic, path: str, meta: dict | None = None, half: bool = T
     ck.save(path, "policy", sd, {**config_json(model), "meta": meta or {}})
 
 
-def load(path: str) -> tuple[ActorCritic, dict]:
-    """The policy of a checkpoint and its metadata; CheckpointError (one line) for any other file."""
+def load(path: str, ensemble: bool = False) -> tuple[ActorCritic, dict]:
+    """The policy of a checkpoint and its metadata; CheckpointError (one line) for any other file. An
+    ensemble's file (`save_ensemble`) loads as an `Ensemble` only where `ensemble` says it may (scheduling:
+    agent.suggest); training starts from one policy."""
     tensors, info = ck.load(path, "policy")
-    model = load_weights(model_from_config(info, path, tensors), tensors)
     meta = info.get("meta")
-    return model, meta if isinstance(meta, dict) else {}
+    meta = meta if isinstance(meta, dict) else {}
+    n = info.get("members")
+    if n is None:
+        return load_weights(model_from_config(info, path, tensors), tensors), meta
+    if not isinstance(n, int) or not 2 <= n <= MAX_MEMBERS:
+        raise ck.CheckpointError(f"{path}: bad number of ensemble members in the checkpoint ({n!r})")
+    if not ensemble:
+        raise ck.CheckpointError(f"{path}: an ensemble of {n} policies, which schedules (optimize, evaluate, "
+                                 "the app) but does not train: start from one of its members")
+    members = []
+    for i in range(n):
+        part = {k[len(f"m{i}."):]: v for k, v in tensors.items() if k.startswith(f"m{i}.")}
+        members.append(load_weights(model_from_config(info, path, part), part))
+    return Ensemble(members), meta  # type: ignore[return-value]
+
+
+# ----------------------------------------------------------------------------------------------
+# Ensembles: several cloned policies deciding together
+MAX_MEMBERS = 4
+"""most members an ensemble checkpoint may have (each adds ~3 ms to a decision on one thread)"""
+
+
+class Ensemble(nn.Module):
+    """Policies of one layout deciding together: each head's distribution is the mean of the members'
+    (a mixture: log of the mean of their softmaxes, which `distribution` masks and renormalizes), the
+    value the mean of theirs. Each cloning run breaks the near-ties between schedules of overlapping
+    timings its own way (docs/agent-training.md); together the members keep the choices they share."""
+
+    def __init__(self, members: list[ActorCritic]) -> None:
+        super().__init__()
+        if not members or any(config_json(m) != config_json(members[0]) for m in members):
+            raise ValueError("an ensemble needs members of one layout (limits and policy config)")
+        self.members = nn.ModuleList(members)
+        self.limits, self.config, self.n_features = members[0].limits, members[0].config, members[0].n_features
+
+    def forward(self, obs: torch.Tensor, with_value: bool = True
+                ) -> tuple[dict[str, torch.Tensor], torch.Tensor | None]:
+        outs = [m(obs, with_value) for m in self.members]
+        n = torch.tensor(float(len(outs))).log()
+        logits = {k: torch.logsumexp(torch.stack([torch.log_softmax(o[0][k], -1) for o in outs]), 0) - n
+                  for k in outs[0][0]}
+        values = [o[1] for o in outs if o[1] is not None]
+        return logits, torch.stack(values).mean(0) if values else None
+
+
+def save_ensemble(paths: list[str], out: str) -> Ensemble:
+    """One checkpoint of the policies at `paths` (each loaded as `load` does), float16 like `save`."""
+    if not 2 <= len(paths) <= MAX_MEMBERS:
+        raise ck.CheckpointError(f"an ensemble has 2 to {MAX_MEMBERS} members, not {len(paths)}")
+    loaded = [load(p, ensemble=True) for p in paths]
+    for p, (m, _) in zip(paths, loaded):
+        if isinstance(m, Ensemble):
+            raise ck.CheckpointError(f"{p}: already an ensemble; give the policies it was made of")
+    try:
+        ens = Ensemble([m for m, _ in loaded])
+    except ValueError:
+        raise ck.CheckpointError(f"{', '.join(paths)}: policies of different limits or configs cannot "
+                                 "decide together") from None
+    sd = {f"m{i}.{k}": (v.half() if v.is_floating_point() else v)
+          for i, (m, _) in enumerate(loaded) for k, v in m.state_dict().items()}
+    meta = {"trained_by": "ensemble", "members": [{"path": p, "meta": mt} for p, (_, mt) in zip(paths, loaded)]}
+    ck.save(out, "policy", sd, {**config_json(loaded[0][0]), "members": len(paths), "meta": meta})
+    return ens

@@ -68,6 +68,10 @@ programs, 78 minutes of search and rule checks, 9 of cloning:
         --budget 30 --bc-epochs 50 --exclude samples tests/data/torch runs/val/small_s12 runs/val/aligned_s16 \
         $(cat runs/val_list.txt) --prefer-rules 0.97 --ship
 
+`--targets-from RUN --seed S` clones an earlier run's targets again without searching (the same data options;
+runs/v31's with seed 1 took 13 minutes): two such clonings deciding together (`mlir-rl-tui ensemble`) gained on
+validation but lost on its aligned poolings and were not shipped (docs/agent-training.md, sixteenth session).
+
 `--demos`, `--choose-by`, `--confirm` (the teacher's best and runners-up timed again side by side),
 longer cloning, `--start-from` (expert iteration: a climb from the policy's own schedule) and
 `--rule-groups TF+rows serial vector tiny` (two more rules) did not beat the same recipe without them on
@@ -154,6 +158,10 @@ class DefaultRecipe:
     iterations), vector (rows and V on elementwise ops of 4,096 iterations or more left without V, in a
     target that keeps the baseline too), tiny (T for TF under 4,096 iterations); the shipped recipe's:
     TF+rows serial"""
+    targets_from: str | None = None
+    """imitate the targets of an earlier run of this recipe (its OUT/traces/target, the same programs: give
+    the same data options) instead of searching, each with its speedup from the measurement cache: another
+    cloning of the same targets (--seed, --bc-epochs), e.g. a member of an ensemble (`mlir-rl-tui ensemble`)"""
     start_from: str | None = None
     """(hill teacher) expert iteration: on each training program hill climbing again from this policy
     checkpoint's one-pass schedule (--start-budget measurements); its best replaces the target when, timed
@@ -277,6 +285,39 @@ def consistent_targets(train: list, demos: list[list[tuple]], policy_path: str) 
     return out, changed
 
 
+def target_folder(run: str) -> str:
+    """RUN/traces/target, where a run of the recipe keeps its imitation targets; EngineError when missing."""
+    from mlir_rl_tui.engine.errors import EngineError
+
+    folder = os.path.join(run, "traces", "target")
+    if not os.path.isdir(folder):
+        raise EngineError(f"{run}: no traces/target folder (not the OUT of a `train --recipe default` run)")
+    return folder
+
+
+def earlier_targets(run: str, train: list) -> dict:
+    """{program index: target schedule} of an earlier run of the recipe (RUN/traces/target/NNN.jsonl, one
+    episode per file; a program it left out has none). Another list of programs is an error: the targets
+    would be imitated on the wrong programs."""
+    from mlir_rl_tui.engine.errors import EngineError
+    from mlir_rl_tui.engine.trace import read_trace
+
+    folder = target_folder(run)
+    out = {}
+    for i, prog in enumerate(train):
+        path = os.path.join(folder, f"{i:03d}.jsonl")
+        if not os.path.exists(path):
+            continue
+        episodes = read_trace(path).episodes()
+        if len(episodes) != 1 or episodes[0].program_sha256 != prog.sha256:
+            raise EngineError(f"{path}: the target of another program than {os.path.basename(prog.path)}; give "
+                              f"the data options of the run that made {run}")
+        out[i] = episodes[0].schedule
+    if not out:
+        raise EngineError(f"{folder}: no targets in it")
+    return out
+
+
 def train_default(r: DefaultRecipe, log: Callable[[str], None] = print,
                   on_progress: Callable[[str], None] | None = None) -> str:
     """Run the `default` recipe (module docstring); returns the path of the chosen policy checkpoint.
@@ -296,6 +337,8 @@ def train_default(r: DefaultRecipe, log: Callable[[str], None] = print,
 
     if r.teacher not in TEACHERS:
         raise EngineError(f"--teacher is recipe or hill, not {r.teacher}")
+    if r.targets_from:
+        target_folder(r.targets_from)  # before any program is generated
     if r.limit is not None and r.limit < 1:
         raise EngineError(f"--limit must be at least 1, not {r.limit}")
     try:
@@ -334,6 +377,15 @@ def train_default(r: DefaultRecipe, log: Callable[[str], None] = print,
 
         def teach(i: int) -> None:
             prog = train[i]
+            if r.targets_from:
+                sched = earlier[i]
+                measured = to_measure(sched)  # NT on every op: the baseline itself
+                sp = 1.0 if not len(measured) else (eng.measure(prog, measured).speedup or 0.0)
+                target_by[i], found_by[i] = (measured, sp), sp
+                record("target", i, prog, sched)
+                say(f"{i + 1}/{len(train)} {os.path.basename(prog.path)}: target of {r.targets_from} {sp:.2f}x "
+                    f"-> {to_text(sched) or '(baseline)'}")
+                return
             if r.teacher == "recipe":
                 sched, sp, _, res = recipe_search(eng, prog, r.budget)
                 made["search"] += res.evaluated
@@ -382,8 +434,9 @@ def train_default(r: DefaultRecipe, log: Callable[[str], None] = print,
             record("target", i, prog, sched)
             say(f"{i + 1}/{len(train)} {os.path.basename(prog.path)}: {why} -> {sched or '(baseline)'}")
 
+        earlier = earlier_targets(r.targets_from, train) if r.targets_from else {}
         with ThreadPoolExecutor(r.threads) as ex:
-            list(ex.map(one, range(len(train))))
+            list(ex.map(one, [i for i in range(len(train)) if i in earlier or not r.targets_from]))
         left_out = [os.path.basename(p.path) for i, p in enumerate(train) if i not in target_by]
         keep = sorted(target_by)
         train = [train[i] for i in keep]
@@ -469,7 +522,7 @@ def train_default(r: DefaultRecipe, log: Callable[[str], None] = print,
         "demo_schedules": n_demos, "choose_by": r.choose_by,
         "confirm": r.confirm, "confirm_rounds": r.confirm_rounds, "prefer_rules": r.prefer_rules,
         "rule_groups": r.rule_groups,
-        "start_from": r.start_from, "start_budget": r.start_budget, "start_prefer": r.start_prefer,
+        "targets_from": r.targets_from, "start_from": r.start_from, "start_budget": r.start_budget, "start_prefer": r.start_prefer,
         "bc_decisions": len(examples), "bc_epochs": r.bc_epochs, "bc_lr": r.bc_lr, "bc_lr_end": r.bc_lr_end,
         "bc_loss": [bc_rows[0][1], bc_rows[-1][1]] if bc_rows else None,
         "ppo": {k: v for k, v in vars(ppo_args).items() if k != "programs"} if ppo_args else None,

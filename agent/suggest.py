@@ -130,7 +130,7 @@ def load_policy(path: str | None = None) -> Policy | None:
         return None
     torch.set_num_threads(1)
     try:
-        model, meta = load(p)  # tensors + JSON only: a file that would run code is refused (agent/checkpoint.py)
+        model, meta = load(p, ensemble=True)  # tensors + JSON only: a file that would run code is refused (agent/checkpoint.py)
     except EngineError:
         raise
     except Exception as e:  # noqa: BLE001 - one line for the user

@@ -12,7 +12,7 @@ import sys
 import tomllib
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, SAMPLES
 
 from mlir_rl_tui.commands import APP, COMMANDS, load, main
 
@@ -197,3 +197,22 @@ def test_tiny_recipe_runs_end_to_end(tmp_path, cache_dir, capsys):
     assert "from the policy's schedule" in err, err
     info = json.loads((out / "default.json").read_text())
     assert info["start_from"] == shipped and info["start_budget"] == 1
+    # another cloning of the same targets (e.g. an ensemble's member): no search, the earlier run's targets
+    again = tmp_path / "again"
+    assert main(["train", "--recipe", "default", "--out", str(again), "--programs", str(out / "dataset"),
+                 "--exclude", "--targets-from", str(out), "--seed", "1", "--bc-epochs", "1", "--threads", "1",
+                 "--limit", "1"]) == 0
+    assert "target of" in capsys.readouterr().err
+    info = json.loads((again / "default.json").read_text())
+    assert info["targets_from"] == str(out) and info["teacher_measurements"] == 0
+    first, second = (read_trace(str(d / "traces" / "target" / "000.jsonl")).episodes()[0] for d in (out, again))
+    assert first.schedule == second.schedule and first.program_sha256 == second.program_sha256
+    from mlir_rl_tui.agent.recipes import earlier_targets
+    from mlir_rl_tui.engine import EngineError, load_file
+
+    with pytest.raises(EngineError, match="the target of another program"):
+        earlier_targets(str(out), [load_file(str(SAMPLES / "relu.mlir"))])
+    assert main(["train", "--recipe", "default", "--out", str(tmp_path / "none"), "--targets-from",
+                 str(tmp_path), "--n", "2", "--exclude", "--limit", "1"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "no traces/target folder" in err and "\n" not in err

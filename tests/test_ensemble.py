@@ -1,0 +1,86 @@
+"""Policy ensembles (agent.policy.Ensemble): the mixture of the members' distributions, the checkpoint that
+holds them, scheduling a real program with it, and the one-line refusals (training from an ensemble, members of
+different layouts, the command's bad arguments)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+import torch
+from conftest import SAMPLES
+
+from mlir_rl_tui.agent.checkpoint import CheckpointError
+from mlir_rl_tui.agent.policy import ActorCritic, Ensemble, PolicyConfig, load, save, save_ensemble
+from mlir_rl_tui.agent.suggest import Policy, load_policy
+from mlir_rl_tui.engine import Session
+
+SMALL = PolicyConfig(hidden=16, layers=1)
+
+
+def member(seed: int, config: PolicyConfig = SMALL) -> ActorCritic:
+    torch.manual_seed(seed)
+    m = ActorCritic(config=config)
+    for lin in [m.transformation, m.interchange, *m.tile.values()]:
+        torch.nn.init.normal_(lin.weight, std=1.0)  # far from uniform: members that disagree
+    return m.eval()
+
+
+def test_each_head_is_the_mean_of_the_members_distributions(matmul):
+    a, b = member(0), member(1)
+    obs = torch.from_numpy(Session(matmul).observation())[None]
+    with torch.no_grad():
+        (la, va), (lb, vb) = a(obs), b(obs)
+        le, ve = Ensemble([a, b])(obs)
+    for k in la:
+        mean = (torch.softmax(la[k], -1) + torch.softmax(lb[k], -1)) / 2
+        assert torch.allclose(le[k].exp(), mean, atol=1e-6), k
+        assert not torch.allclose(torch.softmax(la[k], -1), torch.softmax(lb[k], -1), atol=1e-3), k
+    assert torch.allclose(ve, (va + vb) / 2)
+    with torch.no_grad():  # one member twice: exactly that member's distribution
+        same, _ = Ensemble([a, a])(obs)
+    for k in la:
+        assert torch.allclose(same[k].exp(), torch.softmax(la[k], -1), atol=1e-6)
+
+
+def test_an_ensemble_checkpoint_schedules_a_program_and_does_not_train(tmp_path, matmul):
+    paths = [str(tmp_path / f"{i}.pt") for i in range(3)]
+    for i, p in enumerate(paths):
+        save(member(i), p)
+    out = str(tmp_path / "ens.pt")
+    save_ensemble(paths, out)
+    pol = load_policy(out)
+    assert isinstance(pol.model, Ensemble) and len(pol.model.members) == 3
+    done = pol.schedule(Session(matmul))
+    assert done.done
+    # the file's members are the policies given (float16, as `save` writes them)
+    direct = Policy(Ensemble([load(p)[0] for p in paths])).schedule(Session(matmul))
+    assert done.schedule == direct.schedule
+    with pytest.raises(CheckpointError, match="an ensemble of 3 policies.*start from one of its members"):
+        load(out)  # what train --init and PPO call
+    with pytest.raises(CheckpointError, match="already an ensemble"):
+        save_ensemble([out, paths[0]], str(tmp_path / "nested.pt"))
+    save(member(5, PolicyConfig(hidden=8, layers=1)), str(tmp_path / "other.pt"))
+    with pytest.raises(CheckpointError, match="different limits or configs"):
+        save_ensemble([paths[0], str(tmp_path / "other.pt")], str(tmp_path / "mixed.pt"))
+    with pytest.raises(CheckpointError, match="2 to 4 members"):
+        save_ensemble(paths[:1], str(tmp_path / "one.pt"))
+
+
+def cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "mlir_rl_tui", *args], capture_output=True, text=True, timeout=120)
+
+
+def test_the_ensemble_command(tmp_path):
+    paths = [str(tmp_path / f"{i}.pt") for i in range(2)]
+    for i, p in enumerate(paths):
+        save(member(i), p)
+    r = cli("ensemble", str(tmp_path / "e.pt"), *paths)
+    assert r.returncode == 0 and "an ensemble of 2 policies" in r.stdout, r.stderr
+    assert isinstance(load_policy(str(tmp_path / "e.pt")).model, Ensemble)
+    r = cli("ensemble", str(tmp_path / "f.pt"), paths[0], str(tmp_path / "missing.pt"))
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "missing.pt" in r.stderr
+    r = cli("train", "--init", str(tmp_path / "e.pt"), "--programs", str(SAMPLES / "relu.mlir"), "--iterations", "1",
+            "--out", str(tmp_path / "ppo"))
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "ensemble" in r.stderr, r.stderr
