@@ -9,7 +9,10 @@ in one pass (no measurement), then the distinct schedules are measured fresh, A 
 rounds and more while one's runs are split (agent.remeasure), each a speedup over the untransformed
 program's time in that sitting (pooled); a policy's figure is the median. Prints one line per program whose
 schedules differ and the geometric means, their ratio B / A with its spread over programs, and the
-programs where each is under 0.95x of the baseline.
+programs where each is under 0.95x of the baseline; and how many timings the engine flagged as contended
+or far (engine.contention) after its retries, per program and in all: a sitting of 67 validation programs
+measured parallel schedules 1.5-5x slower than an hour later (softmax_64x16 0.30x, then 1.49x; serial ones
+alike in both), so a sitting's absolute figures are only as good as its cores were.
 With several --b checkpoints (named B, C, D, ... in that order) all are measured in the same rounds and
 each is compared with A. Timing-dependent: run with nothing else on the machine.
 """
@@ -51,17 +54,25 @@ def main(argv: list[str] | None = None) -> int:
             sched = {k: to_measure(pol.schedule(Session(prog, openmp=eng.openmp)).schedule)
                      for k, pol in policies.items()}
             distinct = list(dict.fromkeys(str(s) for s in sched.values()))
-            runs = speedups(remeasure(eng, prog, list(sched.values()), a.rounds))  # more rounds while split
+            measured = remeasure(eng, prog, list(sched.values()), a.rounds)  # more rounds while split
+            runs = speedups(measured)
             row = {"program": path, **{k: statistics.median(runs[str(s)]) for k, s in sched.items()},
+                   # timings the engine flagged after its retries (engine.contention): other processes on the
+                   # cores, or the host keeping them far apart; a sitting with many is not one to decide by
+                   "contended": sum(m.contended for ms in measured.values() for m in ms),
+                   "far": sum(m.far for ms in measured.values() for m in ms),
                    **{f"{k}_schedule": str(s) for k, s in sched.items()},
                    **{f"{k}_spread": [min(runs[str(s)]), max(runs[str(s)])] for k, s in sched.items()}}
             rows.append(row)
             if len(distinct) > 1:
                 others = "  ".join(f"{k} {row[k]:7.2f}x {k}/A {row[k] / row['A'] if row['A'] else float('inf'):5.2f}"
                                    for k in names if k != "A")
-                print(f"{pathlib.Path(path).stem:48s} A {row['A']:7.2f}x  {others}", flush=True)
+                flags = "".join(f"  {row[k]} {k}" for k in ("contended", "far") if row[k])
+                print(f"{pathlib.Path(path).stem:48s} A {row['A']:7.2f}x  {others}{flags}", flush=True)
     summary = {"programs": len(rows), **{k: gmean([r[k] for r in rows]) for k in names},
                "failed": {k: sum(1 for r in rows if not r[k]) for k in names},
+               "contended_measurements": sum(r["contended"] for r in rows),
+               "far_measurements": sum(r["far"] for r in rows),
                "A_below_0.95": [pathlib.Path(r["program"]).stem for r in rows if r["A"] < 0.95]}
     for k in names:
         if k == "A":

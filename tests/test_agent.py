@@ -351,3 +351,4 @@ def test_policy_ab_measures_several_policies_in_the_same_rounds(tmp_path, cache_
     assert row["A_schedule"] == row["B_schedule"] and s["B_over_A"] == 1.0 and s["B_same_schedule"] == 1
     assert row["A"] > 0 and row["C"] > 0 and s["C_over_A"] == pytest.approx(row["C"] / row["A"])
     assert s["failed"] == {"A": 0, "B": 0, "C": 0}
+    assert s["far_measurements"] == row["far"] >= 0 and s["contended_measurements"] == row["contended"] >= 0

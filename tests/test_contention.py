@@ -40,3 +40,28 @@ def test_a_timing_is_far_when_its_hand_off_is_well_over_the_fastest_seen():
     assert far(2.3, 1.05) and far(1.5, 1.05) and not far(1.25, 1.05)  # the VM's states (engine.contention's docstring)
     assert not far(None, 1.05) and not far(2.3, None) and not far(2.3, 0.0)  # unknown: not far
     assert far(FAR_FACTOR * 1.01, 1.0) and not far(FAR_FACTOR * 0.99, 1.0)
+
+
+def test_a_worker_whose_first_parallel_schedule_folds_away_keeps_both_cores():
+    """A TF of one tile is a parallel schedule whose forall folds away: the kernel has no parallel region,
+    so the hand-off probe is the worker's first. OpenMP must not start while the timing thread is pinned to
+    core 0 (KMP_AFFINITY would bind the whole team there for the worker's life: every later parallel kernel
+    of that worker 2-5x slower, its hand-off 7x; a validation sitting of 67 programs ran so). One worker,
+    so both requests meet the same OpenMP; compared with an engine whose first request is truly parallel."""
+    from conftest import SAMPLES, TORCH
+
+    from mlir_rl_tui.engine import Engine, load_file, parse
+    from mlir_rl_tui.engine.config import MeasureConfig
+
+    cfg = MeasureConfig(runs=3)
+    pool = load_file(str(TORCH / "maxpool.mlir"))  # 1x8x8x8 output: TF(1,8,8,8) is one tile
+    folded = parse("op0: TF(1,8,8,8,0,0) T(0,1,1,8,1,0) V; op1: V")
+    matmul, tp = load_file(str(SAMPLES / "matmul.mlir")), parse("op0: TP(32,64,0) T(8,32,1) V")
+    with Engine(config=cfg, cache=False, workers=1) as first_folded:
+        assert first_folded.measure(pool, folded, use_cache=False).ok
+        after = first_folded.measure(matmul, tp, use_cache=False)
+    with Engine(config=cfg, cache=False, workers=1) as first_parallel:
+        alone = first_parallel.measure(matmul, tp, use_cache=False)
+    assert after.ok and alone.ok and after.handoff_us and alone.handoff_us
+    assert after.handoff_us < 2 * alone.handoff_us, (after.handoff_us, alone.handoff_us)
+    assert after.time_ms < 1.5 * alone.time_ms, (after.time_ms, alone.time_ms)
