@@ -10,9 +10,8 @@ rounds and more while one's runs are split (agent.remeasure), each a speedup ove
 program's time in that sitting (pooled); a policy's figure is the median. Prints one line per program whose
 schedules differ and the geometric means, their ratio B / A with its spread over programs, and the
 programs where each is under 0.95x of the baseline; and how many timings the engine flagged as contended
-or far (engine.contention) after its retries, per program and in all: a sitting of 67 validation programs
-measured parallel schedules 1.5-5x slower than an hour later (softmax_64x16 0.30x, then 1.49x; serial ones
-alike in both), so a sitting's absolute figures are only as good as its cores were.
+or far (engine.contention) after its retries, per program and in all: a sitting's absolute figures are
+only as good as its cores were.
 With several --b checkpoints (named B, C, D, ... in that order) all are measured in the same rounds and
 each is compared with A. Timing-dependent: run with nothing else on the machine.
 """
