@@ -260,7 +260,7 @@ def save(model: ActorCritic, path: str, meta: dict | None = None, half: bool = T
     ck.save(path, "policy", sd, {**config_json(model), "meta": meta or {}})
 
 
-def load(path: str, ensemble: bool = False) -> tuple[ActorCritic, dict]:
+def load(path: str, ensemble: bool = False) -> tuple[ActorCritic | Ensemble, dict]:
     """The policy of a checkpoint and its metadata; CheckpointError (one line) for any other file. An
     ensemble's file (`save_ensemble`) loads as an `Ensemble` only where `ensemble` says it may (scheduling:
     agent.suggest); training starts from one policy."""
@@ -279,7 +279,7 @@ def load(path: str, ensemble: bool = False) -> tuple[ActorCritic, dict]:
     for i in range(n):
         part = {k[len(f"m{i}."):]: v for k, v in tensors.items() if k.startswith(f"m{i}.")}
         members.append(load_weights(model_from_config(info, path, part), part))
-    return Ensemble(members), meta  # type: ignore[return-value]
+    return Ensemble(members), meta
 
 
 # ----------------------------------------------------------------------------------------------
