@@ -156,12 +156,15 @@ class DefaultRecipe:
     """(with --prefer-rules) the rule groups, in order, rules in a group joined by +: TF (TF where a TP op's
     producer is the output's fill), rows (row tiles on 2-D elementwise ops), serial (T for TP under 16,384
     iterations), vector (rows and V on elementwise ops of 4,096 iterations or more left without V, in a
-    target that keeps the baseline too), tiny (T for TF under 4,096 iterations); the shipped recipe's:
-    TF+rows serial"""
+    target that keeps the baseline too), tiny (T for TF under 4,096 iterations), depthwise (one output pixel
+    and 32 channels per tile, 8 per register tile, on NCHW depthwise convolutions), pool (row tiles on NCHW
+    poolings whose output rows are multiples of 8); the shipped recipe's: TF+rows serial"""
     targets_from: str | None = None
     """imitate the targets of an earlier run of this recipe (its OUT/traces/target, the same programs: give
     the same data options) instead of searching, each with its speedup from the measurement cache: another
-    cloning of the same targets (--seed, --bc-epochs), e.g. a member of an ensemble (`mlir-rl-tui ensemble`)"""
+    cloning of the same targets (--seed, --bc-epochs), e.g. a member of an ensemble (`mlir-rl-tui ensemble`);
+    with --prefer-rules, the --rule-groups are checked on those targets (a group that changes nothing on a
+    target is not timed), e.g. `--rule-groups depthwise pool` for rules the earlier run did not have"""
     start_from: str | None = None
     """(hill teacher) expert iteration: on each training program hill climbing again from this policy
     checkpoint's one-pass schedule (--start-budget measurements); its best replaces the target when, timed
@@ -381,10 +384,15 @@ def train_default(r: DefaultRecipe, log: Callable[[str], None] = print,
                 sched = earlier[i]
                 measured = to_measure(sched)  # NT on every op: the baseline itself
                 sp = 1.0 if not len(measured) else (eng.measure(prog, measured).speedup or 0.0)
-                target_by[i], found_by[i] = (measured, sp), sp
-                record("target", i, prog, sched)
-                say(f"{i + 1}/{len(train)} {os.path.basename(prog.path)}: target of {r.targets_from} {sp:.2f}x "
-                    f"-> {to_text(sched) or '(baseline)'}")
+                found_by[i], why = sp, f"target of {r.targets_from} {sp:.2f}x"
+                if r.prefer_rules > 0:  # groups that change nothing are not timed
+                    measured, sp, n, checked = expert.checked_by_rules(eng, prog, measured, sp, r.prefer_rules,
+                                                                       r.confirm_rounds, groups)
+                    made["targets"] += n
+                    why += f"; {checked}" if checked else ""
+                target_by[i] = (measured, sp)
+                record("target", i, prog, measured if len(measured) else sched)
+                say(f"{i + 1}/{len(train)} {os.path.basename(prog.path)}: {why} -> {to_text(measured) or '(baseline)'}")
                 return
             if r.teacher == "recipe":
                 sched, sp, _, res = recipe_search(eng, prog, r.budget)

@@ -201,10 +201,13 @@ def test_tiny_recipe_runs_end_to_end(tmp_path, cache_dir, capsys):
     again = tmp_path / "again"
     assert main(["train", "--recipe", "default", "--out", str(again), "--programs", str(out / "dataset"),
                  "--exclude", "--targets-from", str(out), "--seed", "1", "--bc-epochs", "1", "--threads", "1",
-                 "--limit", "1"]) == 0
+                 "--limit", "1", "--prefer-rules", "0.97", "--rule-groups", "depthwise", "pool"]) == 0
     assert "target of" in capsys.readouterr().err
     info = json.loads((again / "default.json").read_text())
     assert info["targets_from"] == str(out) and info["teacher_measurements"] == 0
+    # the rule groups are checked on the earlier targets; on a program without NCHW depthwise convolutions or
+    # poolings they change nothing, so nothing is timed (tests/test_teacher.py times them where they apply)
+    assert info["rule_groups"] == ["depthwise", "pool"] and info["target_measurements"] == 0
     first, second = (read_trace(str(d / "traces" / "target" / "000.jsonl")).episodes()[0] for d in (out, again))
     assert first.schedule == second.schedule and first.program_sha256 == second.program_sha256
     from mlir_rl_tui.agent.recipes import earlier_targets

@@ -215,6 +215,57 @@ def test_rule_variant_vectorizes_large_elementwise_ops_and_serializes_tiny_fused
     assert engine.measure(pool, variant).validated
 
 
+_NCHW = """func.func @forward(%x: tensor<1x{c}x{h}x{h}xf32>, %w: tensor<{wshape}xf32>) -> tensor<1x{c}x{o}x{o}xf32> {{
+  %zero = arith.constant {init} : f32
+  %e = tensor.empty() : tensor<1x{c}x{o}x{o}xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<1x{c}x{o}x{o}xf32>) -> tensor<1x{c}x{o}x{o}xf32>
+  %r = linalg.{op} {{dilations = dense<1> : vector<2xi64>, strides = dense<1> : vector<2xi64>}}
+      ins(%x, %w : tensor<1x{c}x{h}x{h}xf32>, tensor<{wshape}xf32>) outs(%f : tensor<1x{c}x{o}x{o}xf32>)
+      -> tensor<1x{c}x{o}x{o}xf32>
+  return %r : tensor<1x{c}x{o}x{o}xf32>
+}}
+"""
+
+
+def test_rule_variant_gives_nchw_depthwise_convolutions_and_poolings_one_pattern(engine, tmp_path):
+    """expert.rule_variant's "depthwise" and "pool" rules (train --rule-groups depthwise pool): an NCHW
+    depthwise convolution gets one output pixel and up to 32 channels per tile (TP from SERIAL_BELOW
+    iterations, T below), 8 channels per register tile, no V; an NCHW pooling whose output rows are
+    multiples of 8 gets a register tile of one output row and V, with an outer TF of one channel from
+    SERIAL_BELOW iterations; a pooling of other rows is left alone. Each variant runs and validates."""
+    from conftest import TORCH
+
+    from mlir_rl_tui.agent.expert import rule_variant
+    from mlir_rl_tui.engine import parse
+
+    def program(name: str, op: str, c: int, h: int, k: int, wshape: str, init: str = "0.000000e+00"):
+        path = tmp_path / f"{name}.mlir"
+        path.write_text(_NCHW.format(op=op, c=c, h=h, o=h - k + 1, wshape=wshape, init=init))
+        return load_file(str(path))
+
+    dw = program("dw", "depthwise_conv_2d_nchw_chw", 64, 10, 3, "64x3x3")  # 64x8x8x9: 36,864 iterations
+    variant, rules = rule_variant(dw, parse("op0: T(1,4,4,16,1,1) NT; op1: NT"), ("depthwise", "pool"))
+    assert rules == ["op0: depthwise"]
+    assert to_text(variant) == "op0: TP(1,1,1,32,0,0) T(1,1,1,8,1,1) NT; op1: NT"
+    assert engine.measure(dw, variant).validated
+    block = load_file(str(TORCH / "mobilenet_block.mlir"))  # op19: 32 channels, 16x16: all channels per tile
+    variant, rules = rule_variant(block, parse("op19: T(1,16,4,32,1,1) T(0,0,1,0,0,1) NT"), ("depthwise",))
+    assert rules == ["op19: depthwise"] and "op19: TP(1,1,1,0,0,0) T(1,1,1,8,1,1) NT" in to_text(variant)
+    assert rule_variant(block, variant, ("depthwise",)) == (variant, [])  # already the pattern: nothing to time
+
+    big = program("pool", "pooling_nchw_max", 16, 34, 3, "3x3", "-3.40282347E+38")  # 16x32x32x9 iterations
+    variant, rules = rule_variant(big, parse("op0: T(1,16,1,8,1,1) V; op1: V"), ("pool",))
+    assert rules == ["op0: pool"] and to_text(variant) == "op0: TF(1,1,0,0,0,0) T(1,1,1,32,1,0) V; op1: V"
+    assert engine.measure(big, variant).validated
+    pool = load_file(str(TORCH / "maxpool.mlir"))  # 1x8x8x8 out, 2x2 window: 2,048 iterations, serial
+    variant, rules = rule_variant(pool, parse("op0: T(1,8,1,8,1,2) T(0,0,1,0,1,0) V; op1: V"), ("pool",))
+    assert rules == ["op0: pool"] and to_text(variant) == "op0: T(1,1,1,8,1,0) V; op1: V"
+    assert engine.measure(pool, variant).validated
+    odd = program("odd", "pooling_nchw_max", 8, 14, 3, "3x3", "-3.40282347E+38")  # rows of 12: not the rule's
+    kept = parse("op0: T(1,8,1,4,1,1) V; op1: V")
+    assert rule_variant(odd, kept, ("depthwise", "pool")) == (kept, [])
+
+
 def test_checked_by_rules_checks_the_groups_it_is_given(engine):
     """train --rule-groups: expert.rule_groups reads `TF+rows serial` (the shipped groups) and names an
     unknown rule; checked_by_rules with the shipped groups leaves an NT target and the baseline alone, with
