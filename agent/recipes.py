@@ -68,6 +68,17 @@ programs, 78 minutes of search and rule checks, 9 of cloning:
         --budget 30 --bc-epochs 50 --exclude samples tests/data/torch runs/val/small_s12 runs/val/aligned_s16 \
         $(cat runs/val_list.txt) --prefer-rules 0.97 --ship
 
+Shipped since 2026-11-27 (runs/v34): runs/v31's targets with the "depthwise" rule checked on them (taken on 7
+of the 8 NCHW depthwise convolutions), cloned by fine-tuning runs/v31's weights (the file shipped then), 5
+minutes:
+
+    mlir-rl-tui train --recipe default --teacher hill --out runs/v34 <runs/v31's data options> \
+        --prefer-rules 0.97 --targets-from runs/v31 --rule-groups depthwise \
+        --bc-init runs/v31/default.pt --bc-epochs 10 --bc-lr 3e-4
+
+(Cloned from scratch on the same targets, runs/v33, it lost on validation: every cloning from scratch breaks
+the near-ties anew. The "pool" rule, runs/v32, lost on validation poolings.)
+
 `--targets-from RUN --seed S` clones an earlier run's targets again without searching (the same data options;
 runs/v31's with seed 1 took 13 minutes): two such clonings deciding together (`mlir-rl-tui ensemble`) gained on
 validation but lost on its aligned poolings and were not shipped (docs/agent-training.md, sixteenth session).
@@ -174,6 +185,11 @@ class DefaultRecipe:
     """(with --start-from) measurements of the climb from the policy's schedule"""
     start_prefer: float = 0.97
     """(with --start-from) the climb's best replaces the target at this fraction of its median or more"""
+    bc_init: str | None = None
+    """start the cloning from this policy checkpoint's weights (e.g. the shipped one) instead of random ones:
+    on targets that changed in a few programs (e.g. --targets-from with a new --rule-groups), a short
+    fine-tuning (fewer --bc-epochs, lower --bc-lr) moves the decisions they teach and leaves the near-ties
+    elsewhere as the checkpoint breaks them, where a cloning from scratch breaks them anew"""
     bc_epochs: int = 60
     bc_lr: float = 1e-3
     """behaviour-cloning learning rate"""
@@ -329,7 +345,7 @@ def train_default(r: DefaultRecipe, log: Callable[[str], None] = print,
     import torch
 
     from mlir_rl_tui.agent import bc, expert, ppo
-    from mlir_rl_tui.agent.policy import ActorCritic, save
+    from mlir_rl_tui.agent.policy import ActorCritic, load, save
     from mlir_rl_tui.agent.suggest import load_policy, to_measure
     from mlir_rl_tui.agent.teacher import recipe_search
     from mlir_rl_tui.engine import Engine, Schedule, Session, to_text
@@ -342,6 +358,7 @@ def train_default(r: DefaultRecipe, log: Callable[[str], None] = print,
         raise EngineError(f"--teacher is recipe or hill, not {r.teacher}")
     if r.targets_from:
         target_folder(r.targets_from)  # before any program is generated
+    init = load(r.bc_init)[0] if r.bc_init else None  # a bad file: one line before any measurement
     if r.limit is not None and r.limit < 1:
         raise EngineError(f"--limit must be at least 1, not {r.limit}")
     try:
@@ -475,7 +492,7 @@ def train_default(r: DefaultRecipe, log: Callable[[str], None] = print,
     n_demos = sum(len(d) for d in demos)
     say(f"BC on {len(examples)} decisions from {n_demos} schedules ({n_nt} of {len(train)} programs keep "
         "the baseline)")
-    model = ActorCritic()
+    model = init if init is not None else ActorCritic()
     bc_rows: list[tuple[int, float]] = []
     bc.behaviour_cloning(model, examples, r.bc_epochs, lr=r.bc_lr, seed=r.seed, lr_end=r.bc_lr_end,
                          log=lambda ep, loss: (bc_rows.append((ep, loss)), say(f"BC epoch {ep}: {loss:.3f}")))
@@ -532,6 +549,7 @@ def train_default(r: DefaultRecipe, log: Callable[[str], None] = print,
         "rule_groups": r.rule_groups,
         "targets_from": r.targets_from, "start_from": r.start_from, "start_budget": r.start_budget, "start_prefer": r.start_prefer,
         "bc_decisions": len(examples), "bc_epochs": r.bc_epochs, "bc_lr": r.bc_lr, "bc_lr_end": r.bc_lr_end,
+        "bc_init": r.bc_init,
         "bc_loss": [bc_rows[0][1], bc_rows[-1][1]] if bc_rows else None,
         "ppo": {k: v for k, v in vars(ppo_args).items() if k != "programs"} if ppo_args else None,
         "greedy_train_gmean": scores, "shipped": chosen, "chosen_on": "training programs (greedy, one pass)",

@@ -201,13 +201,22 @@ def test_tiny_recipe_runs_end_to_end(tmp_path, cache_dir, capsys):
     again = tmp_path / "again"
     assert main(["train", "--recipe", "default", "--out", str(again), "--programs", str(out / "dataset"),
                  "--exclude", "--targets-from", str(out), "--seed", "1", "--bc-epochs", "1", "--threads", "1",
-                 "--limit", "1", "--prefer-rules", "0.97", "--rule-groups", "depthwise", "pool"]) == 0
+                 "--limit", "1", "--prefer-rules", "0.97", "--rule-groups", "depthwise", "pool",
+                 "--bc-init", shipped, "--bc-lr", "0"]) == 0
     assert "target of" in capsys.readouterr().err
     info = json.loads((again / "default.json").read_text())
     assert info["targets_from"] == str(out) and info["teacher_measurements"] == 0
     # the rule groups are checked on the earlier targets; on a program without NCHW depthwise convolutions or
     # poolings they change nothing, so nothing is timed (tests/test_teacher.py times them where they apply)
     assert info["rule_groups"] == ["depthwise", "pool"] and info["target_measurements"] == 0
+    # --bc-init: the cloning starts from the shipped weights (at learning rate 0 it ends with them too)
+    import torch
+
+    from mlir_rl_tui.agent import checkpoint as ck
+
+    assert info["bc_init"] == shipped
+    start, end = ck.load(shipped, "policy")[0], ck.load(str(again / "bc.pt"), "policy")[0]
+    assert start.keys() == end.keys() and all(torch.equal(start[k], end[k]) for k in start)
     first, second = (read_trace(str(d / "traces" / "target" / "000.jsonl")).episodes()[0] for d in (out, again))
     assert first.schedule == second.schedule and first.program_sha256 == second.program_sha256
     from mlir_rl_tui.agent.recipes import earlier_targets
@@ -219,3 +228,7 @@ def test_tiny_recipe_runs_end_to_end(tmp_path, cache_dir, capsys):
                  str(tmp_path), "--n", "2", "--exclude", "--limit", "1"]) == 2
     err = capsys.readouterr().err.strip()
     assert "no traces/target folder" in err and "\n" not in err
+    assert main(["train", "--recipe", "default", "--out", str(tmp_path / "none"), "--bc-init",
+                 str(tmp_path / "missing.pt"), "--n", "2", "--exclude", "--limit", "1"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "missing.pt" in err and "\n" not in err
