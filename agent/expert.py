@@ -293,10 +293,13 @@ def rule_variant(program: Program, schedule: Schedule, rules: tuple[str, ...] = 
     - depthwise (not in RULE_GROUPS): an NCHW depthwise convolution (not vectorizable) gets
       DEPTHWISE_TILES (`_depthwise_actions`). The teacher's targets for it were eight different patterns in
       eight programs; the policy's mixture of them ran the evaluation's MobileNet block at 1.2x where this
-      pattern on that one op gives 3.1x.
+      pattern on that one op gives 3.1x. Checked on runs/v31's targets (taken on 7 of 8), cloned by
+      fine-tuning: shipped (runs/v34, docs/agent-training.md, seventeenth session).
     - pool (not in RULE_GROUPS): an NCHW pooling whose output rows are multiples of 8 gets POOL_ROW_TILES
       then V (`_pool_actions`): the torch export's max pooling ran at 3.4x with the policy's schedule, 5.6x
-      with this one.
+      with this one. Not one pattern for all: taken on 5 of 17 training poolings, 0.43x where the target ran
+      1.9-3.3x on stride-1 2x2 poolings of 32-column rows; the policy cloned with it lost on the validation
+      poolings (runs/v32): not used.
     """
     sess = Session(program, openmp=openmp)
     applied: list[str] = []
