@@ -176,34 +176,38 @@ def _apply_all(sess: Session, actions: list[Action]) -> Session | None:
     return sess
 
 
+def _tiled(sess: Session, kind: str, wanted: tuple[int, ...]) -> tuple[Action, Session] | None:
+    """The tiling `kind` of the wanted sizes, each clamped to what the mask allows (`fit_sizes`), and the
+    session after it; None where the mask or MLIR refuses it."""
+    from mlir_rl_tui.engine.search.base import fit_sizes
+
+    sizes = fit_sizes(sess, kind, wanted)
+    after = _apply_all(sess, [Action(kind, sizes)]) if sizes else None
+    return (Action(kind, sizes), after) if after is not None else None
+
+
 def _row_actions(sess: Session, kind: str) -> list[Action] | None:
     """ROW_TILES (the outer one with `kind`, TP or T) then V on the current op, each size clamped to what the
     mask allows; on an op of more loops, tiles of 1 on the outer ones (TP(1,1,1,64) T(1,1,1,8) V on a 4-D
     op), on a 1-D op the columns' (TP(64) T(8) V); None if `kind` is not allowed."""
-    from mlir_rl_tui.engine.search.base import fit_sizes
-
     n = sess.current.n_loops
     pad = (1,) * max(0, n - len(ROW_TILES[0]))
-    outer = fit_sizes(sess, kind, (pad + ROW_TILES[0])[-n:])
+    outer = _tiled(sess, kind, (pad + ROW_TILES[0])[-n:])
     if outer is None:
         return None
-    after = _apply_all(sess, [Action(kind, outer)])
-    inner = fit_sizes(after, "T", (pad + ROW_TILES[1])[-n:]) if after is not None else None
-    return [Action(kind, outer), *([Action("T", inner)] if inner else []), Action("V")]
+    inner = _tiled(outer[1], "T", (pad + ROW_TILES[1])[-n:])
+    return [outer[0], *([inner[0]] if inner else []), Action("V")]
 
 
 def _depthwise_actions(sess: Session, iterations: int) -> list[Action] | None:
     """DEPTHWISE_TILES on an NCHW depthwise convolution (loops n, oh, ow, c, kh, kw): TP over the output
     pixels (T below SERIAL_BELOW iterations), 32 channels or all of them per tile, a register tile of 8
     channels, no V (MLIR has no 1-D form of it to vectorize); None where the mask refuses them."""
-    from mlir_rl_tui.engine.search.base import fit_sizes
-
     c = sess.current.op.loops[3].bound
     kind = "TP" if iterations >= SERIAL_BELOW else "T"
-    outer = fit_sizes(sess, kind, (1, 1, 1, 0 if c <= DEPTHWISE_TILES[0][3] else DEPTHWISE_TILES[0][3], 0, 0))
-    after = _apply_all(sess, [Action(kind, outer)]) if outer else None
-    inner = fit_sizes(after, "T", DEPTHWISE_TILES[1]) if after is not None else None
-    return [Action(kind, outer), Action("T", inner)] if inner else None
+    outer = _tiled(sess, kind, (1, 1, 1, 0 if c <= DEPTHWISE_TILES[0][3] else DEPTHWISE_TILES[0][3], 0, 0))
+    inner = _tiled(outer[1], "T", DEPTHWISE_TILES[1]) if outer else None
+    return [outer[0], inner[0]] if outer and inner else None
 
 
 def _pool_actions(sess: Session, iterations: int) -> list[Action] | None:
@@ -211,20 +215,15 @@ def _pool_actions(sess: Session, iterations: int) -> list[Action] | None:
     kw; ow a multiple of 8): a register tile of one output row (up to 32 columns) with the window's columns
     unrolled; from SERIAL_BELOW iterations an outer TF (or TP when the fill cannot fuse) of one channel per
     tile first. None where the mask refuses them."""
-    from mlir_rl_tui.engine.search.base import fit_sizes
-
-    acts: list[Action] = []
-    after = sess
+    outer = None
     if iterations >= SERIAL_BELOW:
-        kind = "TF" if sess.mask().transformation["TF"].allowed else "TP"
-        outer = fit_sizes(sess, kind, POOL_ROW_TILES[0])
-        after = _apply_all(sess, [Action(kind, outer)]) if outer else None
-        if after is None:
+        outer = _tiled(sess, "TF" if sess.mask().transformation["TF"].allowed else "TP", POOL_ROW_TILES[0])
+        if outer is None:
             return None
-        acts.append(Action(kind, outer))
     ow = sess.current.op.loops[3].bound
-    inner = fit_sizes(after, "T", (*POOL_ROW_TILES[1][:3], min(ow, POOL_ROW_TILES[1][3]), *POOL_ROW_TILES[1][4:]))
-    return [*acts, Action("T", inner), Action("V")] if inner else None
+    row = (*POOL_ROW_TILES[1][:3], min(ow, POOL_ROW_TILES[1][3]), *POOL_ROW_TILES[1][4:])
+    inner = _tiled(outer[1] if outer else sess, "T", row)
+    return [*([outer[0]] if outer else []), inner[0], Action("V")] if inner else None
 
 
 #: The depthwise pattern (rule "depthwise"): outer tile of one output pixel and up to 32 channels, register
