@@ -7,9 +7,10 @@ Per program, one program at a time (nothing else competes for the cores):
    which overstates its schedule (the winner's curse); `hill@B_measured` and `hill@B_replayed` count the
    candidates timed in this run and those answered without a timing (the cache's earlier rows, repeats);
 3. the final schedules are measured again, fresh, interleaved A B C A B C for `rounds` rounds, more while
-   one's runs are split by a slow spell (agent.remeasure; the row's "rounds"); each figure is the median
-   over rounds of the speedup over the baseline timed beside the runs (pooled over the sitting's runs, so
-   the schedules compare as their times do);
+   one's runs are split by a slow spell (agent.remeasure; the row's "rounds"); each figure is the fastest
+   run's speedup over the fastest baseline timed beside the runs (pooled over the sitting's runs, so the
+   schedules compare as their times do; `agent.remeasure.figure`: noise only adds time), each round's
+   figures in the row's "<k>_runs";
 4. PyTorch eager on the same shapes and layout in a fresh process (agent.torch_reference), when the
    program is one op PyTorch has.
 Each row also has the fraction of the machine's roofline both schedules reach, and whether the policy's own
@@ -27,7 +28,7 @@ import statistics
 from collections.abc import Callable
 
 from mlir_rl_tui.agent.fallback import below_baseline, fallback_fires, with_fallback
-from mlir_rl_tui.agent.remeasure import pooled_baseline, remeasure, speedups
+from mlir_rl_tui.agent.remeasure import figure, pooled_baseline, remeasure, speedups
 from mlir_rl_tui.engine import Engine, Session, load_file, to_text
 
 
@@ -65,10 +66,11 @@ def evaluate_program(eng: Engine, policy, path: str, budgets: list[int], seed: i
     for k, sched in schedules.items():
         ms, xs = runs[to_text(sched)], figures[to_text(sched)]
         ok = [m for m in ms if m.ok and m.time_ms]
-        row[k] = statistics.median(xs) if all(xs) else None  # a failed run is 0
+        row[k] = figure(xs) or None  # the fastest run; None when a run failed
         row[f"{k}_status"] = "ok" if row[k] else next((m.status for m in ms if not m.ok), "ok")
         row[f"{k}_peak"] = statistics.median(m.peak_fraction or 0 for m in ok) if ok else None
         row[f"{k}_spread"] = [min(x for x in xs if x), max(xs)] if any(xs) else None
+        row[f"{k}_runs"] = [round(x, 4) for x in xs]  # round by round, aligned across the row's schedules
     own = (row["policy_schedule"], row["policy_status"] == "ok", row["policy"])
     row["policy_below_baseline"] = below_baseline(*own)
     row["fallback"] = fallback_fires(*own)

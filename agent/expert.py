@@ -7,10 +7,9 @@ The search itself is `engine.search` (hill climbing and the others); its results
 from __future__ import annotations
 
 import math
-import statistics
 from collections.abc import Callable
 
-from mlir_rl_tui.agent.remeasure import remeasure, speedups
+from mlir_rl_tui.agent.remeasure import figure, remeasure, speedups
 from mlir_rl_tui.engine import Engine, Program, Schedule, Session, to_text
 from mlir_rl_tui.engine.errors import ScheduleError
 from mlir_rl_tui.engine.mask import effective
@@ -140,7 +139,8 @@ def confirmed(engine: Engine, program: Program, schedules: list[Schedule],
               rounds: int = 3) -> list[tuple[Schedule, float, list[float]]]:
     """The schedules measured again, fresh (not from the cache), interleaved A B C ... for `rounds` rounds
     and more while one's runs are split (agent.remeasure), each run's speedup over the untransformed
-    program's time in that sitting (pooled): (schedule, median, the runs), fastest median first.
+    program's time in that sitting (pooled): (schedule, its figure, the runs), the best figure first (the
+    fastest run, 0 if one failed: agent.remeasure.figure).
 
     A search's best as found is the fastest of its noisy measurements (the winner's curse): one measured
     1.3x in the teacher's run and 0.8x when timed again, and a parallel schedule can measure at one level in
@@ -148,7 +148,7 @@ def confirmed(engine: Engine, program: Program, schedules: list[Schedule],
     are compared at the same moment, so the choice is not a draw of the machine's state."""
     by_text = {to_text(s): s for s in schedules}
     figures = speedups(remeasure(engine, program, schedules, rounds))  # over the sitting's pooled baseline
-    out = [(by_text[t], statistics.median(xs), xs) for t, xs in figures.items()]
+    out = [(by_text[t], figure(xs), xs) for t, xs in figures.items()]
     return sorted(out, key=lambda x: -x[1])
 
 
@@ -384,7 +384,7 @@ def improved_by_search(engine: Engine, program: Program, target: Schedule, speed
                        ) -> tuple[Schedule, float, int, str]:
     """Expert iteration (train --start-from POLICY): hill climbing from `start` (the policy's one-pass
     schedule) with `budget` measurements; its best and the target are then measured again, fresh and
-    interleaved (`confirmed`, `rounds` rounds), and the climb's best replaces the target when its median is
+    interleaved (`confirmed`, `rounds` rounds), and the climb's best replaces the target when its figure is
     at least `threshold` times the target's. So the policy's own choices win the ties (the targets move
     towards what the policy already does, and agree more between like programs) and the search's
     improvements on them are taken. Returns (schedule, its speedup, measurements made, what happened: "its

@@ -155,13 +155,13 @@ class DefaultRecipe:
     schedules within --demo-ratio of the best, the one consistent with the other programs' targets"""
     confirm: int = 0
     """(hill teacher) the search's best and up to CONFIRM-1 runners-up within --demo-ratio of it are measured
-    again, fresh and interleaved, --confirm-rounds times; the target is the one with the fastest median (NT on
+    again, fresh and interleaved, --confirm-rounds times; the target is the one with the fastest run (NT on
     every op when that is under --keep-baseline). 0: the best as found"""
     confirm_rounds: int = 3
     """(with --confirm or --prefer-rules) rounds of the fresh, interleaved measurements"""
     prefer_rules: float = 0.0
     """(hill teacher) the target with a group of expert.rule_variant's rules applied (--rule-groups) replaces
-    the target when, timed again side by side with it (--confirm-rounds), its median is at least this
+    the target when, timed again side by side with it (--confirm-rounds), its fastest run is at least this
     fraction of the target's (e.g. 0.97); each group in turn. 0: off"""
     rule_groups: list[str] = field(default_factory=lambda: ["TF+rows", "serial"])
     """(with --prefer-rules) the rule groups, in order, rules in a group joined by +: TF (TF where a TP op's
@@ -179,12 +179,12 @@ class DefaultRecipe:
     start_from: str | None = None
     """(hill teacher) expert iteration: on each training program hill climbing again from this policy
     checkpoint's one-pass schedule (--start-budget measurements); its best replaces the target when, timed
-    again side by side with it (--confirm-rounds), its median is at least --start-prefer times the
+    again side by side with it (--confirm-rounds), its fastest run is at least --start-prefer times the
     target's (before --prefer-rules' checks)"""
     start_budget: int = 15
     """(with --start-from) measurements of the climb from the policy's schedule"""
     start_prefer: float = 0.97
-    """(with --start-from) the climb's best replaces the target at this fraction of its median or more"""
+    """(with --start-from) the climb's best replaces the target at this fraction of its figure or more"""
     bc_init: str | None = None
     """start the cloning from this policy checkpoint's weights (e.g. the shipped one) instead of random ones:
     on targets that changed in a few programs (e.g. --targets-from with a new --rule-groups), a short

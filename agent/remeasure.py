@@ -4,17 +4,21 @@
 Each round measures every schedule once, A B C A B C ..., never from the cache. The machine has slow spells of
 seconds to a minute that the far-cores probe (engine.contention) does not see: in one evaluation sitting a
 convolution's schedule ran 45x, 99x, 45x where three sittings before had measured it at 103-106x, and hill
-climbing's schedule beside it 44x, 112x, 113x (docs/agent-training.md). The median of three is one draw of
-such a spell. So while a schedule's runs are split (its slowest run over its fastest above SPLIT), another
-round of all of them follows, up to `max_rounds` (default 2 x rounds + 1), and each figure is the median of
-all its runs: a spell shorter than the sitting no longer decides it, and a schedule that is slow throughout
-stays slow. A run's figure is its speedup over the sitting's pooled baseline (`pooled_baseline`), so the
-schedules of one sitting compare as their times do.
+climbing's schedule beside it 44x, 112x, 113x (docs/agent-training.md). So while a schedule's runs are split
+(its slowest run over its fastest above SPLIT), another round of all of them follows, up to `max_rounds`
+(default 2 x rounds + 1).
+
+A schedule's figure is its fastest run (`figure`), and the untransformed program's time in the sitting is
+the fastest of the baselines timed beside the runs (`pooled_baseline`): noise on this machine only ever
+adds time (engine.timing's rounds take their fastest run for the same reason), and the slow spells are
+states of the host, not of the code. The median of the runs was the figure until 2026-11-27: two
+evaluation sittings of the same policy, same schedules, disagreed on the policy / hill climbing ratio by a
+mean 5.4% per program (up to 1.26x: a 113x113 pooling's two schedules both ran at 2.5x in some rounds and
+4.8x in others, and the median took whichever state had more rounds); with the fastest run, 1.3% (up to
+1.05x), and with the median of the rounds' paired ratios 3.2% (docs/agent-training.md, "The fastest run").
 """
 
 from __future__ import annotations
-
-import statistics
 
 from mlir_rl_tui.engine import Engine, Measurement, Program, Schedule, to_text
 
@@ -44,13 +48,13 @@ def remeasure(engine: Engine, program: Program, schedules: list[Schedule], round
 
 
 def pooled_baseline(runs: dict[str, list[Measurement]]) -> float | None:
-    """The untransformed program's time in this sitting: the median of the baselines paired with every run
+    """The untransformed program's time in this sitting: the fastest of the baselines paired with every run
     of every schedule. One baseline for all of them, so their figures compare as their times do: the
     serial baseline timed beside each measurement moves with where its buffers land (the matmul sample's
     12.5 ms beside one schedule's three runs and 18.7 ms beside the other's, in one sitting, while both
     schedules ran at 96-97% of FMA peak: 86x against 121x paired)."""
     base = [m.baseline_ms for ms in runs.values() for m in ms if m.ok and m.baseline_ms]
-    return statistics.median(base) if base else None
+    return min(base) if base else None
 
 
 def speedups(runs: dict[str, list[Measurement]]) -> dict[str, list[float]]:
@@ -64,3 +68,9 @@ def speedups(runs: dict[str, list[Measurement]]) -> dict[str, list[float]]:
         return 1.0 if text == "" else base / m.time_ms
 
     return {t: [of(t, m) for m in ms] for t, ms in runs.items()}
+
+
+def figure(xs: list[float]) -> float:
+    """A schedule's figure in a sitting from its runs' speedups (`speedups`): the fastest run; 0 when a run
+    failed (a schedule that fails once is not one to keep)."""
+    return max(xs) if xs and all(xs) else 0.0

@@ -7,7 +7,7 @@ blocks drawn with a seed no recipe used: `python -m mlir_rl_tui.agent.block_prog
 evaluation programs of `mlir-rl-tui evaluate` stay unseen by every choice. Per program each policy schedules
 in one pass (no measurement), then the distinct schedules are measured fresh, A B A B ... for --rounds
 rounds and more while one's runs are split (agent.remeasure), each a speedup over the untransformed
-program's time in that sitting (pooled); a policy's figure is the median. Prints one line per program whose
+program's time in that sitting (pooled); a policy's figure is its fastest run (agent.remeasure.figure). Prints one line per program whose
 schedules differ and the geometric means, their ratio B / A with its spread over programs, and the
 programs where each is under 0.95x of the baseline; and how many timings the engine flagged as contended
 or far (engine.contention) after its retries, per program and in all: a sitting's absolute figures are
@@ -38,7 +38,7 @@ def main(argv: list[str] | None = None) -> int:
     a = p.parse_args(argv)
     sys.path.insert(0, str(ROOT))
     from mlir_rl_tui.agent.evaluate import gmean
-    from mlir_rl_tui.agent.remeasure import remeasure, speedups
+    from mlir_rl_tui.agent.remeasure import figure, remeasure, speedups
     from mlir_rl_tui.agent.suggest import load_policy, set_inference_threads, to_measure
     from mlir_rl_tui.commands.dataset import program_paths
     from mlir_rl_tui.engine import Engine, Session, load_file
@@ -55,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
             distinct = list(dict.fromkeys(str(s) for s in sched.values()))
             measured = remeasure(eng, prog, list(sched.values()), a.rounds)  # more rounds while split
             runs = speedups(measured)
-            row = {"program": path, **{k: statistics.median(runs[str(s)]) for k, s in sched.items()},
+            row = {"program": path, **{k: figure(runs[str(s)]) for k, s in sched.items()},
                    # timings the engine flagged after its retries (engine.contention): other processes on the
                    # cores, or the host keeping them far apart; a sitting with many is not one to decide by
                    "contended": sum(m.contended for ms in measured.values() for m in ms),

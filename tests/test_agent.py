@@ -285,6 +285,8 @@ def test_evaluate_measures_policy_and_search_alike(tmp_path, matmul, cache_dir, 
             if not r[f"{k}_schedule"]:
                 assert r[k] == r[f"{k}_found"] == 1.0  # kept the baseline: nothing to re-measure
         assert r["hill@4_found"] >= r["hill@2_found"]  # more measurements on the same path: never worse
+        for k in ("policy", "hill@2", "hill@4"):  # each figure is the fastest of its rounds (agent.remeasure)
+            assert len(r[f"{k}_runs"]) == r["rounds"] >= 3 and r[k] == pytest.approx(max(r[f"{k}_runs"]), abs=1e-4)
         assert r["hill@4_replayed"] >= r["hill@2_measured"]  # its first candidates are hill@2's, from the cache
     g = out["gmean"]
     for k in ("hill@2", "hill@4"):

@@ -24,7 +24,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--runs", type=int, default=None, help="at least this many timing rounds per measurement")
     p.add_argument("--rounds", type=int, default=3,
                    help="the final schedules of the policy and of the search are measured again this many times, "
-                        "interleaved (A B A B); the median is reported")
+                        "interleaved (A B A B); the fastest run is reported (noise only adds time)")
     p.add_argument("--no-cache", action="store_true",
                    help="measure every search candidate again instead of taking it from the cache")
 
@@ -78,7 +78,7 @@ def _table(rows: list[dict], summary: dict, args) -> None:
           + f"{_fmt(summary.get('torch'))}")
     print(f"speedups over the untransformed program; policy: its own schedule, +fallbk: what `optimize` delivers "
           f"(the untransformed program when the policy's schedule fails or is slower); policy and hill@N: their final "
-          f"schedules measured again {args.rounds} times, interleaved (median); (found): the fastest of the search's "
+          f"schedules measured again {args.rounds} times, interleaved (the fastest run); (found): the fastest of the search's "
           "N measurements; %peak: of the machine's roofline (FMA peak or bandwidth); <: below the baseline")
     print(_below_line(summary))
     for k in hills:
