@@ -169,7 +169,8 @@ class DefaultRecipe:
     iterations), vector (rows and V on elementwise ops of 4,096 iterations or more left without V, in a
     target that keeps the baseline too), tiny (T for TF under 4,096 iterations), depthwise (one output pixel
     and 32 channels per tile, 8 per register tile, on NCHW depthwise convolutions), pool (row tiles on NCHW
-    poolings whose output rows are multiples of 8); the shipped recipe's: TF+rows serial"""
+    poolings whose output rows are multiples of 8), block (one serial 16x32 register tile and V on 2-D
+    elementwise ops under 4,096 iterations, in place of rows); the shipped recipe's: TF+rows serial"""
     targets_from: str | None = None
     """imitate the targets of an earlier run of this recipe (its OUT/traces/target, the same programs: give
     the same data options) instead of searching, each with its speedup from the measurement cache: another

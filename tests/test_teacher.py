@@ -266,6 +266,28 @@ def test_rule_variant_gives_nchw_depthwise_convolutions_and_poolings_one_pattern
     assert rule_variant(odd, kept, ("depthwise", "pool")) == (kept, [])
 
 
+def test_rule_variant_gives_small_2d_elementwise_ops_one_register_block(engine):
+    """expert.rule_variant's "block" rule (train --rule-groups block): a 2-D elementwise op at least 64 wide
+    of fewer than TINY_BELOW iterations tiled with T or TP gets one serial register tile of 16 x 32 and V
+    (the layer norm's 16x64 ops), in place of rows; a large one and a narrow one are left alone. The variant
+    runs and validates."""
+    from conftest import SAMPLES, TORCH
+
+    from mlir_rl_tui.agent.expert import rule_variant
+    from mlir_rl_tui.engine import parse
+
+    ln = load_file(str(TORCH / "layernorm_gelu.mlir"))  # 16x64 elementwise ops (1,024 iterations), 16x1 ones
+    rows = parse("op0: TP(1,64) T(1,8) V; op5: T(8,1) V")
+    variant, rules = rule_variant(ln, rows, ("block",))
+    assert rules == ["op0: block"] and to_text(variant).startswith("op0: T(16,32) V;")
+    assert "op5: T(8,1) V" in to_text(variant)  # 16x1: not 2-D wide enough
+    assert rule_variant(ln, variant, ("block",)) == (variant, [])  # already the pattern: nothing to time
+    assert engine.measure(ln, variant).validated
+    relu = load_file(str(SAMPLES / "relu.mlir"))  # 512x1024: rows stay
+    kept = parse("op0: TP(1,64) T(1,8) V")
+    assert rule_variant(relu, kept, ("block",)) == (kept, [])
+
+
 def test_checked_by_rules_checks_the_groups_it_is_given(engine):
     """train --rule-groups: expert.rule_groups reads `TF+rows serial` (the shipped groups) and names an
     unknown rule; checked_by_rules with the shipped groups leaves an NT target and the baseline alone, with
