@@ -312,6 +312,10 @@ def rule_variant(program: Program, schedule: Schedule, rules: tuple[str, ...] = 
     - block (not in RULE_GROUPS): a 2-D elementwise op at least 64 wide of fewer than TINY_BELOW iterations
       tiled with TP or T gets BLOCK_TILES then V (`_block_actions`), instead of rows: in the evaluation's
       layer norm (16x64 ops) hill climbing's T(16,32) V ran at 1.48x where the policy's rows ran at 1.13x.
+      Checked on runs/v34's targets: taken on 30 of 40 (kept on 10, among them layer norms of 8-12 rows where
+      it measured 0.67-0.80 of rows); cloned by fine-tuning (runs/v36) it was 1.010 of the shipped policy on
+      validation and put an evaluation block under its baseline: not used (docs/agent-training.md,
+      eighteenth session).
     """
     sess = Session(program, openmp=openmp)
     applied: list[str] = []

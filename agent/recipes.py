@@ -79,6 +79,15 @@ minutes:
 (Cloned from scratch on the same targets, runs/v33, it lost on validation: every cloning from scratch breaks
 the near-ties anew. The "pool" rule, runs/v32, lost on validation poolings.)
 
+Tried on 2026-11-27, not shipped (runs/v36): runs/v34's targets with the "block" rule checked on them (one
+serial 16x32 register tile and V on 2-D elementwise ops under 4,096 iterations; taken on 30 of the 40 targets
+it changed), cloned by fine-tuning runs/v34's weights, 6 minutes; 1.010 of runs/v34 on validation, a
+program under its baseline on evaluation (docs/agent-training.md, eighteenth session):
+
+    mlir-rl-tui train --recipe default --teacher hill --out runs/v36 <runs/v31's data options> \
+        --prefer-rules 0.97 --targets-from runs/v34 --rule-groups block \
+        --bc-init runs/v34/default.pt --bc-epochs 10 --bc-lr 3e-4
+
 `--targets-from RUN --seed S` clones an earlier run's targets again without searching (the same data options;
 runs/v31's with seed 1 took 13 minutes): two such clonings deciding together (`mlir-rl-tui ensemble`) gained on
 validation but lost on its aligned poolings and were not shipped (docs/agent-training.md, sixteenth session).
