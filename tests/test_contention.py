@@ -42,26 +42,35 @@ def test_a_timing_is_far_when_its_hand_off_is_well_over_the_fastest_seen():
     assert far(FAR_FACTOR * 1.01, 1.0) and not far(FAR_FACTOR * 0.99, 1.0)
 
 
-def test_a_worker_whose_first_parallel_schedule_folds_away_keeps_both_cores():
+def test_a_worker_whose_first_parallel_schedule_folds_away_keeps_both_cores(engine, cache_dir):
     """A TF of one tile is a parallel schedule whose forall folds away: the kernel has no parallel region,
     so the hand-off probe is the worker's first. OpenMP must not start while the timing thread is pinned to
     core 0 (KMP_AFFINITY would bind the whole team there for the worker's life: every later parallel kernel
     of that worker 2-5x slower, its hand-off 7x; a validation sitting of 67 programs ran so). One worker,
-    so both requests meet the same OpenMP; compared with an engine whose first request is truly parallel."""
+    so both requests meet the same OpenMP; compared with an engine whose first request is truly parallel.
+    The machine's peaks come from the cache (as for any user after the first run): measured in the worker,
+    their parallel kernels would start OpenMP first and hide the fault (this test then passed without the fix)."""
     from conftest import SAMPLES, TORCH
 
     from mlir_rl_tui.engine import Engine, load_file, parse
+    from mlir_rl_tui.engine.cache import Cache
     from mlir_rl_tui.engine.config import MeasureConfig
 
     cfg = MeasureConfig(runs=3)
     pool = load_file(str(TORCH / "maxpool.mlir"))  # 1x8x8x8 output: TF(1,8,8,8) is one tile
     folded = parse("op0: TF(1,8,8,8,0,0) T(0,1,1,8,1,0) V; op1: V")
     matmul, tp = load_file(str(SAMPLES / "matmul.mlir")), parse("op0: TP(32,64,0) T(8,32,1) V")
-    with Engine(config=cfg, cache=False, workers=1) as first_folded:
+    assert engine.peaks() is not None  # the machine's record, in the session's cache, read by both engines
+    with Engine(config=cfg, cache=Cache(str(cache_dir / "measurements.sqlite")), workers=1) as first_folded:
         assert first_folded.measure(pool, folded, use_cache=False).ok
-        after = first_folded.measure(matmul, tp, use_cache=False)
-    with Engine(config=cfg, cache=False, workers=1) as first_parallel:
-        alone = first_parallel.measure(matmul, tp, use_cache=False)
-    assert after.ok and alone.ok and after.handoff_us and alone.handoff_us
-    assert after.handoff_us < 2 * alone.handoff_us, (after.handoff_us, alone.handoff_us)
-    assert after.time_ms < 1.5 * alone.time_ms, (after.time_ms, alone.time_ms)
+        after = [first_folded.measure(matmul, tp, use_cache=False) for _ in range(3)]
+    with Engine(config=cfg, cache=Cache(str(cache_dir / "measurements.sqlite")), workers=1) as first_parallel:
+        alone = [first_parallel.measure(matmul, tp, use_cache=False) for _ in range(3)]
+    assert all(m.ok and m.handoff_us for m in after + alone)
+    # The fault lasts the worker's life, so it shows in every request; the VM's slow host state (a hand-off of
+    # ~2.3 us against ~1.05, engine.contention) comes and goes, so the fastest of three requests is compared.
+    # A CI run once saw one request of the healthy worker at 2.32 against 1.03.
+    h_after, h_alone = min(m.handoff_us for m in after), min(m.handoff_us for m in alone)
+    t_after, t_alone = min(m.time_ms for m in after), min(m.time_ms for m in alone)
+    assert h_after < 2 * h_alone, ([m.handoff_us for m in after], [m.handoff_us for m in alone])
+    assert t_after < 1.5 * t_alone, ([m.time_ms for m in after], [m.time_ms for m in alone])
