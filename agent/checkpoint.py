@@ -33,7 +33,7 @@ from mlir_rl_tui.engine.errors import EngineError
 FORMAT = "mlir-rl-tui checkpoint"
 VERSION = 2
 MAX_BYTES = 1 << 30
-"""largest checkpoint file read (the shipped policy is 12 MB, a PPO resume state ~75 MB)"""
+"""largest checkpoint file read (the shipped policy, three members, is 36 MB; a PPO resume state ~75 MB)"""
 MAX_INFO_CHARS = 16 << 20
 """largest JSON text (limits, configuration, metadata)"""
 MAX_TENSORS = 100_000

@@ -274,7 +274,8 @@ def load(path: str, ensemble: bool = False) -> tuple[ActorCritic | Ensemble, dic
         raise ck.CheckpointError(f"{path}: bad number of ensemble members in the checkpoint ({n!r})")
     if not ensemble:
         raise ck.CheckpointError(f"{path}: an ensemble of {n} policies, which schedules (optimize, evaluate, "
-                                 "the app) but does not train: start from one of its members")
+                                 "the app) but does not train: start from one of its members "
+                                 f"(`mlir-rl-tui ensemble --member 1 OUT {path}` writes the first)")
     members = []
     for i in range(n):
         part = {k[len(f"m{i}."):]: v for k, v in tensors.items() if k.startswith(f"m{i}.")}
@@ -309,6 +310,28 @@ class Ensemble(nn.Module):
                   for k in outs[0][0]}
         values = [o[1] for o in outs if o[1] is not None]
         return logits, torch.stack(values).mean(0) if values else None
+
+
+def save_member(path: str, k: int, out: str) -> dict:
+    """Member `k` (from 1) of the ensemble checkpoint at `path` as a policy checkpoint of its own at `out`,
+    its weights and metadata as they were given to `save_ensemble`; returns that metadata. Training (train
+    --init, --bc-init, PPO) starts from one policy: from the shipped ensemble, from one of its members."""
+    tensors, info = ck.load(path, "policy")
+    n = info.get("members")
+    if n is None:
+        raise ck.CheckpointError(f"{path}: one policy, not an ensemble: it has no members to take")
+    if not isinstance(n, int) or not 1 <= k <= n:
+        raise ck.CheckpointError(f"{path}: an ensemble of {n} policies has no member {k} (1 to {n})")
+    prefix = f"m{k - 1}."
+    part = {key[len(prefix):]: v for key, v in tensors.items() if key.startswith(prefix)}
+    members = (info.get("meta") or {}).get("members")
+    meta = members[k - 1].get("meta") if isinstance(members, list) and len(members) == n \
+        and isinstance(members[k - 1], dict) else None
+    meta = meta if isinstance(meta, dict) else {}
+    load_weights(model_from_config(info, path, part), part)  # the member must load as one policy
+    ck.save(out, "policy", part, {**{key: v for key, v in info.items() if key not in ("members", "meta")},
+                                  "meta": meta})
+    return meta
 
 
 def save_ensemble(paths: list[str], out: str) -> Ensemble:

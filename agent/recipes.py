@@ -58,7 +58,7 @@ Shipped on 2026-11-27 before runs/v31 (runs/v30): the same recipe with the teach
 
 (runs/base/blocks_s1 is `block_programs runs/base/blocks_s1 44 1`, the same blocks as runs/v9/blocks_s1.)
 
-Shipped since 2026-11-27 (runs/v31): runs/v30's recipe plus 24 tiny poolings whose output rows are mostly
+Shipped in the fifteenth and sixteenth sessions (runs/v31): runs/v30's recipe plus 24 tiny poolings whose output rows are mostly
 8-32 columns (`--sizes aligned`; their measurements in data/measurements-engine8-aligned.jsonl.gz), 356
 programs, 78 minutes of search and rule checks, 9 of cloning:
 
@@ -68,7 +68,8 @@ programs, 78 minutes of search and rule checks, 9 of cloning:
         --budget 30 --bc-epochs 50 --exclude samples tests/data/torch runs/val/small_s12 runs/val/aligned_s16 \
         $(cat runs/val_list.txt) --prefer-rules 0.97 --ship
 
-Shipped since 2026-11-27 (runs/v34): runs/v31's targets with the "depthwise" rule checked on them (taken on 7
+Shipped from the seventeenth to the nineteenth session (runs/v34, now the first member of the shipped
+ensemble): runs/v31's targets with the "depthwise" rule checked on them (taken on 7
 of the 8 NCHW depthwise convolutions), cloned by fine-tuning runs/v31's weights (the file shipped then), 5
 minutes:
 
@@ -91,6 +92,22 @@ program under its baseline on evaluation (docs/agent-training.md, eighteenth ses
 `--targets-from RUN --seed S` clones an earlier run's targets again without searching (the same data options;
 runs/v31's with seed 1 took 13 minutes): two such clonings deciding together (`mlir-rl-tui ensemble`) gained on
 validation but lost on its aligned poolings and were not shipped (docs/agent-training.md, sixteenth session).
+
+Shipped since 2026-11-27, nineteenth session: three policies deciding together, runs/v34 and two more clonings
+of its targets, each fine-tuned from its own cloning of runs/v31's targets (seeds 1 and 2; runs/v31s2 took 17
+minutes with its rule checks timed again, runs/v37 2.5), 1.013 of runs/v34 on 155 validation programs, 7 ms
+per decision (docs/agent-training.md, nineteenth session):
+
+    mlir-rl-tui train --recipe default --teacher hill --out runs/v31s2 <runs/v31's data options> \
+        --prefer-rules 0.97 --targets-from runs/v31 --bc-epochs 50 --seed 2
+    mlir-rl-tui train --recipe default --teacher hill --out runs/v37 <runs/v31's data options> \
+        --prefer-rules 0.97 --targets-from runs/v34 --rule-groups depthwise \
+        --bc-init runs/v31s2/default.pt --bc-epochs 10 --bc-lr 3e-4 --seed 2
+    (runs/v35: the same from runs/v31s1 with --seed 1)
+    mlir-rl-tui ensemble agent/checkpoints/default.pt runs/v34/default.pt runs/v35/default.pt runs/v37/default.pt
+
+Training starts from one policy: `mlir-rl-tui ensemble --member K OUT agent/checkpoints/default.pt` writes the
+K-th member (1: runs/v34) for --bc-init or --init (PPO) to start from.
 
 `--demos`, `--choose-by`, `--confirm` (the teacher's best and runners-up timed again side by side),
 longer cloning, `--start-from` (expert iteration: a climb from the policy's own schedule) and

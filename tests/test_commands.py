@@ -199,10 +199,16 @@ def test_tiny_recipe_runs_end_to_end(tmp_path, cache_dir, capsys):
     assert info["start_from"] == shipped and info["start_budget"] == 1
     # another cloning of the same targets (e.g. an ensemble's member): no search, the earlier run's targets
     again = tmp_path / "again"
+    from mlir_rl_tui.agent import checkpoint as ck
+    from mlir_rl_tui.agent.policy import save_member
+
+    one = shipped  # cloning starts from one policy: the shipped ensemble's first member
+    if ck.load(shipped, "policy")[1].get("members"):
+        save_member(shipped, 1, one := str(tmp_path / "member1.pt"))
     assert main(["train", "--recipe", "default", "--out", str(again), "--programs", str(out / "dataset"),
                  "--exclude", "--targets-from", str(out), "--seed", "1", "--bc-epochs", "1", "--threads", "1",
                  "--limit", "1", "--prefer-rules", "0.97", "--rule-groups", "depthwise", "pool",
-                 "--bc-init", shipped, "--bc-lr", "0"]) == 0
+                 "--bc-init", one, "--bc-lr", "0"]) == 0
     assert "target of" in capsys.readouterr().err
     info = json.loads((again / "default.json").read_text())
     assert info["targets_from"] == str(out) and info["teacher_measurements"] == 0
@@ -212,10 +218,8 @@ def test_tiny_recipe_runs_end_to_end(tmp_path, cache_dir, capsys):
     # --bc-init: the cloning starts from the shipped weights (at learning rate 0 it ends with them too)
     import torch
 
-    from mlir_rl_tui.agent import checkpoint as ck
-
-    assert info["bc_init"] == shipped
-    start, end = ck.load(shipped, "policy")[0], ck.load(str(again / "bc.pt"), "policy")[0]
+    assert info["bc_init"] == one
+    start, end = ck.load(one, "policy")[0], ck.load(str(again / "bc.pt"), "policy")[0]
     assert start.keys() == end.keys() and all(torch.equal(start[k], end[k]) for k in start)
     first, second = (read_trace(str(d / "traces" / "target" / "000.jsonl")).episodes()[0] for d in (out, again))
     assert first.schedule == second.schedule and first.program_sha256 == second.program_sha256

@@ -4,6 +4,7 @@ different layouts, the command's bad arguments)."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -68,6 +69,33 @@ def test_an_ensemble_checkpoint_schedules_a_program_and_does_not_train(tmp_path,
         save_ensemble(paths[:1], str(tmp_path / "one.pt"))
 
 
+def test_a_member_of_an_ensemble_is_the_policy_it_was_made_of(tmp_path, matmul):
+    """Training starts from one policy: `save_member` gives back the K-th policy of an ensemble file (the
+    shipped one is an ensemble), its weights and metadata as they went in."""
+    from mlir_rl_tui.agent import checkpoint as ck
+    from mlir_rl_tui.agent.policy import save_member
+
+    paths = [str(tmp_path / f"{i}.pt") for i in range(3)]
+    for i, p in enumerate(paths):
+        save(member(i), p, {"trained_by": "bc", "seed": i})
+    out = str(tmp_path / "ens.pt")
+    save_ensemble(paths, out)
+    for k in (1, 3):
+        got = str(tmp_path / f"m{k}.pt")
+        assert save_member(out, k, got) == {"trained_by": "bc", "seed": k - 1}
+        mine, given = ck.load(got, "policy")[0], ck.load(paths[k - 1], "policy")[0]
+        assert mine.keys() == given.keys() and all(torch.equal(mine[x], given[x]) for x in mine)
+        model, meta = load(got)  # one policy: trains
+        assert isinstance(model, ActorCritic) and meta["seed"] == k - 1
+        assert Policy(model).schedule(Session(matmul)).schedule == \
+            Policy(load(paths[k - 1])[0]).schedule(Session(matmul)).schedule
+    with pytest.raises(CheckpointError, match="has no member 4 \\(1 to 3\\)"):
+        save_member(out, 4, str(tmp_path / "m4.pt"))
+    with pytest.raises(CheckpointError, match="not an ensemble"):
+        save_member(paths[0], 1, str(tmp_path / "m.pt"))
+    assert not (tmp_path / "m4.pt").exists() and not (tmp_path / "m.pt").exists()
+
+
 def cli(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "mlir_rl_tui", *args], capture_output=True, text=True, timeout=120)
 
@@ -84,3 +112,12 @@ def test_the_ensemble_command(tmp_path):
     r = cli("train", "--init", str(tmp_path / "e.pt"), "--programs", str(SAMPLES / "relu.mlir"), "--iterations", "1",
             "--out", str(tmp_path / "ppo"))
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "ensemble" in r.stderr, r.stderr
+    assert "ensemble --member 1 OUT" in r.stderr  # the way out, named
+    r = cli("ensemble", "--member", "2", str(tmp_path / "m2.pt"), str(tmp_path / "e.pt"))
+    assert r.returncode == 0 and "member 2 of" in r.stdout, r.stderr
+    assert isinstance(load(str(tmp_path / "m2.pt"))[0], ActorCritic)
+    for bad in (["--member", "3", str(tmp_path / "m3.pt"), str(tmp_path / "e.pt")],
+                ["--member", "1", str(tmp_path / "m1.pt"), *paths]):
+        r = cli("ensemble", *bad)
+        assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+        assert not (tmp_path / os.path.basename(bad[2])).exists()

@@ -139,8 +139,13 @@ def test_shipped_policy_is_in_the_current_format():
     assert raw["format"] == ck.FORMAT and raw["version"] == ck.VERSION and raw["kind"] == "policy"
     assert {v.dtype for v in raw["tensors"].values()} == {torch.float16}  # kept small
     pol = load_policy()
-    assert pol is not None and pol.meta["trained_by"] == "bc"
-    assert pol.model.limits == Limits()  # trained on the current action space (issue 14)
+    assert pol is not None and pol.model.limits == Limits()  # trained on the current action space (issue 14)
+    if pol.meta["trained_by"] == "ensemble":  # cloned policies deciding together (agent.policy.Ensemble)
+        members = pol.meta["members"]
+        assert len(members) == len(pol.model.members) >= 2
+        assert all(m["meta"]["trained_by"] == "bc" for m in members)
+    else:
+        assert pol.meta["trained_by"] == "bc"
 
 
 # ------------------------------------------------------------------------------------------------

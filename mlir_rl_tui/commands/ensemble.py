@@ -1,4 +1,5 @@
-"""`mlir-rl-tui ensemble OUT A.pt B.pt ...`: several policies as one checkpoint that decides with all of them."""
+"""`mlir-rl-tui ensemble OUT A.pt B.pt ...`: several policies as one checkpoint that decides with all of them;
+`mlir-rl-tui ensemble --member K OUT ENSEMBLE.pt`: one of them again, as a policy of its own."""
 
 from __future__ import annotations
 
@@ -11,22 +12,36 @@ DESCRIPTION = """Writes OUT, a policy checkpoint holding the policies A, B, ... 
 like one policy (optimize, evaluate, the app's suggestion, train --start-from): at each decision every
 head's distribution is the mean of the members' (agent.policy.Ensemble), so a near-tie that one cloning
 run broke one way and another run the other is decided by all of them. Each member adds about 3 ms to a
-decision. Training (train --init, PPO) starts from one policy, not from an ensemble."""
+decision. Training (train --init, --bc-init, PPO) starts from one policy, not from an ensemble: with
+--member K, OUT is the K-th member (from 1) of the one ensemble given (e.g. of the shipped policy)."""
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("out", metavar="OUT", help="where to write the ensemble's checkpoint")
-    p.add_argument("members", metavar="POLICY", nargs="+", help="policy checkpoints (2 to 4)")
+    p.add_argument("members", metavar="POLICY", nargs="+", help="policy checkpoints (2 to 4); with --member, "
+                   "the one ensemble to take a member of")
+    p.add_argument("--member", type=int, metavar="K", help="write the K-th member (from 1) of the ensemble POLICY "
+                   "as a policy checkpoint of its own")
     add_json(p)
 
 
 def run(args: argparse.Namespace) -> int:
-    from mlir_rl_tui.agent.policy import save_ensemble
+    from mlir_rl_tui.agent.policy import save_ensemble, save_member
     from mlir_rl_tui.agent.suggest import load_policy
 
     for m in args.members:
         if not os.path.exists(m):
             raise CliError(f"{m}: no such policy checkpoint")
+    if args.member is not None:
+        if len(args.members) != 1:
+            raise CliError(f"--member takes one ensemble, not {len(args.members)} files")
+        save_member(args.members[0], args.member, args.out)
+        load_policy(args.out)
+        if args.json:
+            emit({"out": args.out, "member": args.member, "of": args.members[0]})
+        else:
+            print(f"{args.out}: member {args.member} of {args.members[0]}")
+        return 0
     save_ensemble(args.members, args.out)
     load_policy(args.out)  # the written file must load as the product loads it
     if args.json:
