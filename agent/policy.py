@@ -278,9 +278,16 @@ def load(path: str, ensemble: bool = False) -> tuple[ActorCritic | Ensemble, dic
                                  f"(`mlir-rl-tui ensemble --member 1 OUT {path}` writes the first)")
     members = []
     for i in range(n):
-        part = {k[len(f"m{i}."):]: v for k, v in tensors.items() if k.startswith(f"m{i}.")}
+        part = _member_tensors(tensors, i)
         members.append(load_weights(model_from_config(info, path, part), part))
     return Ensemble(members), meta
+
+
+def _member_tensors(tensors: dict[str, torch.Tensor], i: int) -> dict[str, torch.Tensor]:
+    """The weights of member `i` (from 0) of an ensemble checkpoint's tensors (`m{i}.` + the member's names,
+    as `save_ensemble` writes them)."""
+    prefix = f"m{i}."
+    return {k[len(prefix):]: v for k, v in tensors.items() if k.startswith(prefix)}
 
 
 # ----------------------------------------------------------------------------------------------
@@ -322,8 +329,7 @@ def save_member(path: str, k: int, out: str) -> dict:
         raise ck.CheckpointError(f"{path}: one policy, not an ensemble: it has no members to take")
     if not isinstance(n, int) or not 1 <= k <= n:
         raise ck.CheckpointError(f"{path}: an ensemble of {n} policies has no member {k} (1 to {n})")
-    prefix = f"m{k - 1}."
-    part = {key[len(prefix):]: v for key, v in tensors.items() if key.startswith(prefix)}
+    part = _member_tensors(tensors, k - 1)
     members = (info.get("meta") or {}).get("members")
     meta = members[k - 1].get("meta") if isinstance(members, list) and len(members) == n \
         and isinstance(members[k - 1], dict) else None
