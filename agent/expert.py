@@ -226,12 +226,34 @@ def _pool_actions(sess: Session, iterations: int) -> list[Action] | None:
     return [*([outer[0]] if outer else []), inner[0], Action("V")] if inner else None
 
 
+def _conv_actions(sess: Session) -> list[Action] | None:
+    """CONV_TILES then V on an NCHW convolution (loops n, f, oh, ow, c, kh, kw): an outer tile of up to 16
+    filters and 32 columns of one output row (TF when the fill of the output can fuse, else T), a register
+    tile of one row of up to 32 columns (the vector lanes) with the reductions as scalar loops; None where
+    the mask refuses them."""
+    kind = CONV_OUTER if sess.mask().transformation[CONV_OUTER].allowed else "T"
+    ow = sess.current.op.loops[3].bound
+    row = 0 if ow <= CONV_TILES[1][3] else CONV_TILES[1][3]  # a row of up to 32 columns whole (0: not tiled)
+    outer = _tiled(sess, kind, (*CONV_TILES[0][:3], row, *CONV_TILES[0][4:]))
+    inner = _tiled(outer[1], "T", (*CONV_TILES[1][:3], row, *CONV_TILES[1][4:])) if outer else None
+    return [outer[0], inner[0], Action("V")] if outer and inner else None
+
+
 def _block_actions(sess: Session) -> list[Action] | None:
     """BLOCK_TILES then V on a small 2-D elementwise op: one serial register tile of up to 16 rows and 32
     columns (unrolled whole: no loop around its vectors); None where the mask refuses it."""
     tile = _tiled(sess, "T", BLOCK_TILES)
     return [tile[0], Action("V")] if tile else None
 
+
+#: The NCHW convolution pattern (rule "conv"): outer tile of 16 filters and 32 columns of one output row and
+#: one kernel row, register tile of one output row of 32 columns.
+CONV_TILES = ((1, 16, 1, 32, 0, 1, 0), (1, 1, 1, 32, 1, 1, 1))
+#: The outer tiling of the "conv" rule where it is allowed.
+CONV_OUTER = "TF"
+#: The "conv" rule is for convolutions whose output rows are at least this wide and whose kernel is more
+#: than 1x1 (a 1x1 convolution is a matrix product over the channels).
+CONV_MIN_ROW = 8
 
 #: The small-block pattern (rule "block"): a serial register tile of 16 rows and 32 columns.
 BLOCK_TILES = (16, 32)
@@ -243,7 +265,7 @@ DEPTHWISE_TILES = ((1, 1, 1, 32, 0, 0), (1, 1, 1, 8, 1, 1))
 #: to 32 columns, the window's rows one at a time and its columns whole.
 POOL_ROW_TILES = ((1, 1, 0, 0, 0, 0), (1, 1, 1, 32, 1, 0))
 #: The rules of rule_variant.
-RULES: tuple[str, ...] = ("TF", "rows", "serial", "vector", "tiny", "depthwise", "pool", "block")
+RULES: tuple[str, ...] = ("TF", "rows", "serial", "vector", "tiny", "depthwise", "pool", "block", "conv")
 #: Rule groups of rule_variant, tried in this order (train --prefer-rules; the shipped recipe's, --rule-groups
 #: chooses others): each group is kept or not as a whole, the next one applied to what was kept.
 RULE_GROUPS: tuple[tuple[str, ...], ...] = (("TF", "rows"), ("serial",))
@@ -309,6 +331,16 @@ def rule_variant(program: Program, schedule: Schedule, rules: tuple[str, ...] = 
       with this one. Not one pattern for all: taken on 5 of 17 training poolings, 0.43x where the target ran
       1.9-3.3x on stride-1 2x2 poolings of 32-column rows; the policy cloned with it lost on the validation
       poolings (runs/v32): not used.
+    - conv (not in RULE_GROUPS): an NCHW conv_2d with a kernel larger than 1x1 and output rows of at least
+      CONV_MIN_ROW gets CONV_TILES then V (`_conv_actions`): one output row per register tile, the vector
+      lanes along it, the reductions as scalar loops around an FMA per kernel tap. The teacher's targets for
+      these convolutions were many patterns (most vectorizing filters x columns x channels at once), and the
+      policy's mixture ran the evaluation's ResNet block at 8.1x where hill climbing's row pattern on its two
+      convolutions gives 12.1x. Timed beside runs/v34's targets on 41 training programs: 1.031 of them in
+      gmean, at least 0.97 on 25; it lost on 1x1 convolutions and rows under 8 (not the rule's), and a
+      register block of 4 filters lost everywhere (0.66). Applied to the shipped policy's schedules of 10
+      validation programs it gives 1.29x; cloned by fine-tuning (runs/v38-v40) the policies carried it to
+      1x1 convolutions and lost on validation (0.987): not used (docs/agent-training.md, twentieth session).
     - block (not in RULE_GROUPS): a 2-D elementwise op at least 64 wide of fewer than TINY_BELOW iterations
       tiled with TP or T gets BLOCK_TILES then V (`_block_actions`), instead of rows: in the evaluation's
       layer norm (16x64 ops) hill climbing's T(16,32) V ran at 1.48x where the policy's rows ran at 1.13x.
@@ -341,6 +373,9 @@ def rule_variant(program: Program, schedule: Schedule, rules: tuple[str, ...] = 
         special = None
         if "depthwise" in rules and st.op.name == "linalg.depthwise_conv_2d_nchw_chw" and st.fused_into is None:
             special = "depthwise", _depthwise_actions(sess, iterations)
+        elif "conv" in rules and st.op.name == "linalg.conv_2d_nchw_fchw" and st.fused_into is None \
+                and st.op.loops[3].bound >= CONV_MIN_ROW and st.op.loops[5].bound * st.op.loops[6].bound > 1:
+            special = "conv", _conv_actions(sess)
         elif "pool" in rules and st.op.name.startswith("linalg.pooling_nchw_") and st.fused_into is None \
                 and st.op.loops[3].bound % 8 == 0:
             special = "pool", _pool_actions(sess, iterations)

@@ -89,6 +89,16 @@ program under its baseline on evaluation (docs/agent-training.md, eighteenth ses
         --prefer-rules 0.97 --targets-from runs/v34 --rule-groups block \
         --bc-init runs/v34/default.pt --bc-epochs 10 --bc-lr 3e-4
 
+Tried on 2026-11-27, not shipped (runs/v38-v40): runs/v34's targets with the "conv" rule checked on them (one
+output row per register tile on NCHW convolutions larger than 1x1; taken on 17 of the 24 targets it changed),
+each member of the shipped ensemble fine-tuned on them; 0.987 of the shipped ensemble on 88 validation
+programs, the pattern carried to 1x1 convolutions (docs/agent-training.md, twentieth session):
+
+    mlir-rl-tui train --recipe default --teacher hill --out runs/v38 <runs/v31's data options> \
+        --prefer-rules 0.97 --targets-from runs/v34 --rule-groups conv \
+        --bc-init runs/v34/default.pt --bc-epochs 10 --bc-lr 3e-4
+    (runs/v39, runs/v40: --prefer-rules 0 --targets-from runs/v38 from runs/v35 and runs/v37, seeds 1 and 2)
+
 `--targets-from RUN --seed S` clones an earlier run's targets again without searching (the same data options;
 runs/v31's with seed 1 took 13 minutes): two such clonings deciding together (`mlir-rl-tui ensemble`) gained on
 validation but lost on its aligned poolings and were not shipped (docs/agent-training.md, sixteenth session).
@@ -196,7 +206,9 @@ class DefaultRecipe:
     target that keeps the baseline too), tiny (T for TF under 4,096 iterations), depthwise (one output pixel
     and 32 channels per tile, 8 per register tile, on NCHW depthwise convolutions), pool (row tiles on NCHW
     poolings whose output rows are multiples of 8), block (one serial 16x32 register tile and V on 2-D
-    elementwise ops under 4,096 iterations, in place of rows); the shipped recipe's: TF+rows serial"""
+    elementwise ops under 4,096 iterations, in place of rows), conv (one output row per register tile, the
+    reductions as scalar loops, on NCHW convolutions larger than 1x1 with rows of 8 or more); the shipped
+    recipe's: TF+rows serial"""
     targets_from: str | None = None
     """imitate the targets of an earlier run of this recipe (its OUT/traces/target, the same programs: give
     the same data options) instead of searching, each with its speedup from the measurement cache: another

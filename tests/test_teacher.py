@@ -266,6 +266,44 @@ def test_rule_variant_gives_nchw_depthwise_convolutions_and_poolings_one_pattern
     assert rule_variant(odd, kept, ("depthwise", "pool")) == (kept, [])
 
 
+def test_rule_variant_gives_nchw_convolutions_one_row_pattern(engine, tmp_path):
+    """expert.rule_variant's "conv" rule (train --rule-groups conv): an NCHW conv_2d gets an outer tile of
+    up to 16 filters and one output row, fused with the fill of its output where it can be (TF), then a
+    register tile of that row (whole up to 32 columns, else the largest divisor the mask allows) with the
+    reductions as scalar loops, and V; a conv already in the pattern has nothing to time, and 1x1 convolutions
+    and rows under 8 are left alone. Each variant runs and validates (the ResNet block's against PyTorch)."""
+    from conftest import TORCH
+
+    from mlir_rl_tui.agent.expert import rule_variant
+    from mlir_rl_tui.engine import parse
+
+    def program(name: str, c: int, h: int, k: int = 3):
+        path = tmp_path / f"{name}.mlir"
+        path.write_text(_NCHW.format(op="conv_2d_nchw_fchw", c=c, h=h, o=h - k + 1, wshape=f"{c}x{c}x{k}x{k}",
+                                     init="0.000000e+00"))
+        return load_file(str(path))
+
+    small = program("conv14", 8, 16)  # 8 filters, rows of 14: whole rows
+    variant, rules = rule_variant(small, parse("op0: T(1,8,1,2,8,1,1) T(0,0,1,0,0,1,0) V; op1: V"), ("conv",))
+    assert rules == ["op0: conv"]
+    assert to_text(variant) == "op0: TF(1,8,1,0,0,0,0) T(1,1,1,0,1,1,1) V; op1: V"
+    assert engine.measure(small, variant).validated
+    assert rule_variant(small, variant, ("conv",)) == (variant, [])  # already the pattern: nothing to time
+    wide = program("conv48", 32, 50)  # 32 filters, rows of 48: 16 columns (the largest divisor up to 32)
+    variant, rules = rule_variant(wide, parse("op0: NT; op1: NT"), ("conv",))
+    assert rules == ["op0: conv"] and to_text(variant).startswith("op0: TF(1,16,1,16,0,0,0) T(1,1,1,16,1,1,1) V")
+    assert engine.measure(wide, variant).validated
+    kept = parse("op0: TF(1,8,4,4,0,0,0) T(0,0,1,0,0,1,0) V; op1: V")
+    assert rule_variant(program("pointwise", 8, 14, 1), kept, ("conv",)) == (kept, [])  # 1x1: a matmul
+    assert rule_variant(program("narrow", 8, 8), kept, ("conv",)) == (kept, [])  # rows of 6
+    block = load_file(str(TORCH / "resnet_block.mlir"))  # op9, op18: 16 filters, 16x16
+    variant, rules = rule_variant(block, parse("op9: T(1,16,1,16,16,1,1) V; op18: T(1,16,1,16,16,1,1) V"),
+                                  ("conv",))
+    assert rules == ["op18: conv", "op9: conv"] or rules == ["op9: conv", "op18: conv"]
+    assert "op9: TF(1,16,1,0,0,0,0) T(1,1,1,0,1,1,1) V" in to_text(variant)
+    assert engine.measure(block, variant).validated
+
+
 def test_rule_variant_gives_small_2d_elementwise_ops_one_register_block(engine):
     """expert.rule_variant's "block" rule (train --rule-groups block): a 2-D elementwise op at least 64 wide
     of fewer than TINY_BELOW iterations tiled with T or TP gets one serial register tile of 16 x 32 and V
