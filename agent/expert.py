@@ -247,7 +247,8 @@ def _block_actions(sess: Session) -> list[Action] | None:
 
 
 #: The NCHW convolution pattern (rule "conv"): outer tile of 16 filters and 32 columns of one output row and
-#: one kernel row, register tile of one output row of 32 columns.
+#: one kernel row, register tile of one output row of 32 columns (`_conv_actions` takes a row of up to 32
+#: columns whole).
 CONV_TILES = ((1, 16, 1, 32, 0, 1, 0), (1, 1, 1, 32, 1, 1, 1))
 #: The outer tiling of the "conv" rule where it is allowed.
 CONV_OUTER = "TF"
