@@ -99,6 +99,14 @@ programs, the pattern carried to 1x1 convolutions (docs/agent-training.md, twent
         --bc-init runs/v34/default.pt --bc-epochs 10 --bc-lr 3e-4
     (runs/v39, runs/v40: --prefer-rules 0 --targets-from runs/v38 from runs/v35 and runs/v37, seeds 1 and 2)
 
+Tried on 2026-11-27, not shipped: the same targets cloned for 30 epochs (runs/v44, v46, v47; 0.987 on 88
+validation programs), and runs/v48 = runs/v38's targets plus 26 more conv blocks' (runs/v49-v51; 0.991, 1.036
+on the NCHW-conv programs, near-ties flipped elsewhere; docs/agent-training.md, twenty-first session):
+
+    mlir-rl-tui train --recipe default --teacher hill --out runs/v49 <runs/v31's data options, --more ...
+        runs/s22/blocks_c21 runs/s22/blocks_c22> --prefer-rules 0 --targets-from runs/v48 \
+        --bc-init runs/v34/default.pt --bc-epochs 30 --bc-lr 3e-4 --bc-lr-end 3e-5
+
 `--targets-from RUN --seed S` clones an earlier run's targets again without searching (the same data options;
 runs/v31's with seed 1 took 13 minutes): two such clonings deciding together (`mlir-rl-tui ensemble`) gained on
 validation but lost on its aligned poolings and were not shipped (docs/agent-training.md, sixteenth session).
