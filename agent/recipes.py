@@ -107,6 +107,17 @@ on the NCHW-conv programs, near-ties flipped elsewhere; docs/agent-training.md, 
         runs/s22/blocks_c21 runs/s22/blocks_c22> --prefer-rules 0 --targets-from runs/v48 \
         --bc-init runs/v34/default.pt --bc-epochs 30 --bc-lr 3e-4 --bc-lr-end 3e-5
 
+Tried on 2026-11-27, not shipped: targets anchored to the shipped policy's own one-pass schedules except on the
+convolutions in the conv rule's domain (runs/s23/anch: runs/v48's actions there), cloned as runs/v49 (runs/v55-v57;
+1.000 on 88 validation programs, 1.019 on the NCHW-conv programs; docs/agent-training.md, twenty-second
+session). `--anchor P.pt` makes such targets (P.pt's own schedules, --rule-groups checked on them) in one
+command:
+
+    mlir-rl-tui train --recipe default --teacher hill --out OUT <the data options> --anchor P.pt \
+        --prefer-rules 0.97 --rule-groups conv --bc-init MEMBER.pt --bc-epochs 30 --bc-lr 3e-4 --bc-lr-end 3e-5
+
+A program the --targets-from run has no target for (a folder added last to --more) goes to the teacher.
+
 `--targets-from RUN --seed S` clones an earlier run's targets again without searching (the same data options;
 runs/v31's with seed 1 took 13 minutes): two such clonings deciding together (`mlir-rl-tui ensemble`) gained on
 validation but lost on its aligned poolings and were not shipped (docs/agent-training.md, sixteenth session).
@@ -222,7 +233,13 @@ class DefaultRecipe:
     the same data options) instead of searching, each with its speedup from the measurement cache: another
     cloning of the same targets (--seed, --bc-epochs), e.g. a member of an ensemble (`mlir-rl-tui ensemble`);
     with --prefer-rules, the --rule-groups are checked on those targets (a group that changes nothing on a
-    target is not timed), e.g. `--rule-groups depthwise pool` for rules the earlier run did not have"""
+    target is not timed), e.g. `--rule-groups depthwise pool` for rules the earlier run did not have; a program
+    it has no target for (e.g. in a folder added last to --more) goes to the teacher as in a run without it"""
+    anchor: str | None = None
+    """imitate this policy checkpoint's own one-pass schedule on each training program instead of searching
+    (with --prefer-rules, the --rule-groups checked on it): with --bc-init, a fine-tuning that changes the
+    decisions where a checked rule beats the policy and holds every other decision where the policy has it
+    (a fine-tuning on the teacher's targets also flips near-ties the rules never touch)"""
     start_from: str | None = None
     """(hill teacher) expert iteration: on each training program hill climbing again from this policy
     checkpoint's one-pass schedule (--start-budget measurements); its best replaces the target when, timed
@@ -405,6 +422,9 @@ def train_default(r: DefaultRecipe, log: Callable[[str], None] = print,
         raise EngineError(f"--teacher is recipe or hill, not {r.teacher}")
     if r.targets_from:
         target_folder(r.targets_from)  # before any program is generated
+    if r.targets_from and r.anchor:
+        raise EngineError("--targets-from and --anchor are two sources of targets: give one")
+    anchor_policy = load_policy(r.anchor) if r.anchor else None  # a bad file: one line before any measurement
     init = load(r.bc_init)[0] if r.bc_init else None  # a bad file: one line before any measurement
     if r.limit is not None and r.limit < 1:
         raise EngineError(f"--limit must be at least 1, not {r.limit}")
@@ -444,11 +464,15 @@ def train_default(r: DefaultRecipe, log: Callable[[str], None] = print,
 
         def teach(i: int) -> None:
             prog = train[i]
-            if r.targets_from:
-                sched = earlier[i]
+            if i in earlier or anchor_policy is not None:
+                if anchor_policy is not None:
+                    sched = anchor_policy.schedule(Session(prog, openmp=eng.openmp)).schedule
+                else:
+                    sched = earlier[i]
                 measured = to_measure(sched)  # NT on every op: the baseline itself
                 sp = 1.0 if not len(measured) else (eng.measure(prog, measured).speedup or 0.0)
-                found_by[i], why = sp, f"target of {r.targets_from} {sp:.2f}x"
+                source = f"own schedule of {r.anchor}" if anchor_policy is not None else f"target of {r.targets_from}"
+                found_by[i], why = sp, f"{source} {sp:.2f}x"
                 if r.prefer_rules > 0:  # groups that change nothing are not timed
                     measured, sp, n, checked = expert.checked_by_rules(eng, prog, measured, sp, r.prefer_rules,
                                                                        r.confirm_rounds, groups)
@@ -508,7 +532,10 @@ def train_default(r: DefaultRecipe, log: Callable[[str], None] = print,
 
         earlier = earlier_targets(r.targets_from, train) if r.targets_from else {}
         with ThreadPoolExecutor(r.threads) as ex:
-            list(ex.map(one, [i for i in range(len(train)) if i in earlier or not r.targets_from]))
+            if r.targets_from and len(earlier) < len(train):  # e.g. a folder added to --more: searched
+                say(f"{len(train) - len(earlier)} training programs without a target in {r.targets_from}: "
+                    f"the {r.teacher} teacher searches them")
+            list(ex.map(one, range(len(train))))
         left_out = [os.path.basename(p.path) for i, p in enumerate(train) if i not in target_by]
         keep = sorted(target_by)
         train = [train[i] for i in keep]
@@ -577,7 +604,10 @@ def train_default(r: DefaultRecipe, log: Callable[[str], None] = print,
     t_all = time.time() - t0
     info = {
         "command": r.command(),
-        "how": ("agent.teacher.recipe_search on the training programs -> imitation targets (NT on every op "
+        "how": (f"the one-pass schedules of {r.anchor} (--anchor) -> imitation targets -> behaviour cloning"
+                if r.anchor else f"the targets of {r.targets_from} (the {r.teacher} teacher on programs without one) -> behaviour cloning"
+                if r.targets_from else
+                "agent.teacher.recipe_search on the training programs -> imitation targets (NT on every op "
                 "where it does not beat the baseline by --keep-baseline) -> behaviour cloning"
                 if r.teacher == "recipe" else
                 "engine.search hill climbing on the training programs -> imitation targets (NT where the search "
@@ -594,7 +624,7 @@ def train_default(r: DefaultRecipe, log: Callable[[str], None] = print,
         "demo_schedules": n_demos, "choose_by": r.choose_by,
         "confirm": r.confirm, "confirm_rounds": r.confirm_rounds, "prefer_rules": r.prefer_rules,
         "rule_groups": r.rule_groups,
-        "targets_from": r.targets_from, "start_from": r.start_from, "start_budget": r.start_budget, "start_prefer": r.start_prefer,
+        "targets_from": r.targets_from, "anchor": r.anchor, "start_from": r.start_from, "start_budget": r.start_budget, "start_prefer": r.start_prefer,
         "bc_decisions": len(examples), "bc_epochs": r.bc_epochs, "bc_lr": r.bc_lr, "bc_lr_end": r.bc_lr_end,
         "bc_init": r.bc_init,
         "bc_loss": [bc_rows[0][1], bc_rows[-1][1]] if bc_rows else None,

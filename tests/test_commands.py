@@ -223,8 +223,40 @@ def test_tiny_recipe_runs_end_to_end(tmp_path, cache_dir, capsys):
     assert start.keys() == end.keys() and all(torch.equal(start[k], end[k]) for k in start)
     first, second = (read_trace(str(d / "traces" / "target" / "000.jsonl")).episodes()[0] for d in (out, again))
     assert first.schedule == second.schedule and first.program_sha256 == second.program_sha256
+    # a program the earlier run has no target for (here the second of --n 2; e.g. a folder added to --more)
+    # goes to the teacher; the first keeps its earlier target
+    grown = tmp_path / "grown"
+    assert main(["train", "--recipe", "default", "--out", str(grown), "--programs", str(out / "dataset"),
+                 "--exclude", "--targets-from", str(out), "--teacher", "hill", "--budget", "2", "--bc-epochs", "1",
+                 "--threads", "1", "--limit", "2", "--prefer-rules", "0", "--bc-init", one, "--bc-lr", "0"]) == 0
+    err = capsys.readouterr().err
+    assert "1 training programs without a target in" in err and "target of" in err, err
+    info = json.loads((grown / "default.json").read_text())
+    assert info["train_programs"] == 2 and info["teacher_measurements"] >= 1
+    grown_first = read_trace(str(grown / "traces" / "target" / "000.jsonl")).episodes()[0]
+    assert grown_first.schedule == first.schedule
+    assert read_trace(str(grown / "traces" / "search" / "001.jsonl")).episodes()  # searched by the teacher
+    assert not (grown / "traces" / "search" / "000.jsonl").exists()  # not searched again
+    # --anchor: the targets are a policy's own one-pass schedules, no search
+    anchored = tmp_path / "anchored"
+    assert main(["train", "--recipe", "default", "--out", str(anchored), "--programs", str(out / "dataset"),
+                 "--exclude", "--anchor", one, "--bc-epochs", "1", "--threads", "1", "--limit", "1",
+                 "--prefer-rules", "0", "--bc-init", one, "--bc-lr", "0"]) == 0
+    assert f"own schedule of {one}" in capsys.readouterr().err
+    info = json.loads((anchored / "default.json").read_text())
+    assert info["anchor"] == one and info["teacher_measurements"] == 0 and "--anchor" in info["how"]
+    from mlir_rl_tui.agent.suggest import to_measure
+    from mlir_rl_tui.engine import Session, load_file
+
+    ep = read_trace(str(anchored / "traces" / "target" / "000.jsonl")).episodes()[0]
+    own = load_policy(one).schedule(Session(load_file(ep.program), openmp=True)).schedule
+    assert ep.schedule == (to_measure(own) if len(to_measure(own)) else own)
+    assert main(["train", "--recipe", "default", "--out", str(tmp_path / "none"), "--anchor", one,
+                 "--targets-from", str(out), "--n", "2", "--exclude", "--limit", "1"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "give one" in err and "\n" not in err
     from mlir_rl_tui.agent.recipes import earlier_targets
-    from mlir_rl_tui.engine import EngineError, load_file
+    from mlir_rl_tui.engine import EngineError
 
     with pytest.raises(EngineError, match="the target of another program"):
         earlier_targets(str(out), [load_file(str(SAMPLES / "relu.mlir"))])
