@@ -108,8 +108,8 @@ on the NCHW-conv programs, near-ties flipped elsewhere; docs/agent-training.md, 
         --bc-init runs/v34/default.pt --bc-epochs 30 --bc-lr 3e-4 --bc-lr-end 3e-5
 
 Tried on 2026-11-27, not shipped: targets anchored to the shipped policy's own one-pass schedules except on the
-convolutions in the conv rule's domain (runs/s23/anch: runs/v48's actions there), cloned as runs/v49 (runs/v55-v57;
-1.000 on 88 validation programs, 1.019 on the NCHW-conv programs; docs/agent-training.md, twenty-second
+convolutions in the conv rule's domain (runs/s23/anch: runs/v48's actions there), cloned as runs/v49 was
+(runs/v55-v57; 1.000 on 88 validation programs, 1.019 on the NCHW-conv programs; docs/agent-training.md, twenty-second
 session). `--anchor P.pt` makes such targets (P.pt's own schedules, --rule-groups checked on them) in one
 command:
 
@@ -605,8 +605,9 @@ def train_default(r: DefaultRecipe, log: Callable[[str], None] = print,
     info = {
         "command": r.command(),
         "how": (f"the one-pass schedules of {r.anchor} (--anchor) -> imitation targets -> behaviour cloning"
-                if r.anchor else f"the targets of {r.targets_from} (the {r.teacher} teacher on programs without one) -> behaviour cloning"
-                if r.targets_from else
+                if r.anchor else
+                f"the targets of {r.targets_from} (the {r.teacher} teacher on programs without one) -> behaviour "
+                "cloning" if r.targets_from else
                 "agent.teacher.recipe_search on the training programs -> imitation targets (NT on every op "
                 "where it does not beat the baseline by --keep-baseline) -> behaviour cloning"
                 if r.teacher == "recipe" else
@@ -624,7 +625,8 @@ def train_default(r: DefaultRecipe, log: Callable[[str], None] = print,
         "demo_schedules": n_demos, "choose_by": r.choose_by,
         "confirm": r.confirm, "confirm_rounds": r.confirm_rounds, "prefer_rules": r.prefer_rules,
         "rule_groups": r.rule_groups,
-        "targets_from": r.targets_from, "anchor": r.anchor, "start_from": r.start_from, "start_budget": r.start_budget, "start_prefer": r.start_prefer,
+        "targets_from": r.targets_from, "anchor": r.anchor, "start_from": r.start_from,
+        "start_budget": r.start_budget, "start_prefer": r.start_prefer,
         "bc_decisions": len(examples), "bc_epochs": r.bc_epochs, "bc_lr": r.bc_lr, "bc_lr_end": r.bc_lr_end,
         "bc_init": r.bc_init,
         "bc_loss": [bc_rows[0][1], bc_rows[-1][1]] if bc_rows else None,
