@@ -18,10 +18,16 @@ schedule is below the baseline (failed or under 0.95x) and whether `optimize`'s 
 untransformed program instead (agent/fallback.py); the summary counts both and gives the policy's own
 geometric mean next to the one with the fallback. The policy infers on one
 torch thread: the cores are for the kernels being timed. `mlir-rl-tui evaluate` prints `evaluation(...)`.
+
+An evaluation takes hours on a 2-core machine (27 programs, 150 searched candidates and three final schedules
+each: 2.5 hours on the Intel VM of 2026-11-28): `RowsFile` keeps each finished row (`evaluate --rows FILE`), so
+a stopped evaluation loses only the program it was on, and the same call again measures only the rest.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 import os
 import statistics
@@ -35,6 +41,75 @@ from mlir_rl_tui.engine import Engine, Session, load_file, to_text
 def gmean(xs: list[float | None]) -> float | None:
     v = [x for x in xs if x and x > 0]
     return math.exp(sum(math.log(x) for x in v) / len(v)) if v else None
+
+
+class RowsError(ValueError):
+    """A rows file that cannot be read or belongs to another evaluation (one line: the cause)."""
+
+
+def file_sha256(path: str) -> str:
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+class RowsFile:
+    """The rows of one evaluation as JSON lines (`evaluate --rows FILE`): a header with the settings the rows were
+    measured with, then one finished row per line, appended and flushed as it finishes. Opening a file written
+    with other settings (policy, budgets, seed, rounds, PyTorch) is a RowsError, not a mix; a row is reused only
+    for a program file with the same content (its sha256) and path; an incomplete last line (the writer was
+    killed mid-write) is dropped."""
+
+    FORMAT = "mlir-rl-tui evaluate rows 1"
+
+    def __init__(self, path: str, settings: dict):
+        self.path, self.settings = path, settings
+        self.rows: dict[tuple[str, str], dict] = {}
+        lines: list[str] = []
+        if os.path.exists(path):
+            try:
+                with open(path) as f:
+                    lines = f.read().splitlines()
+            except (OSError, UnicodeDecodeError) as e:
+                raise RowsError(f"{path}: cannot read it ({e})") from None
+        if not lines:
+            self._write(json.dumps({"format": self.FORMAT, **settings}), "w")
+            return
+        records = []
+        for i, line in enumerate(lines):
+            try:
+                records.append(json.loads(line))
+            except ValueError:
+                if i == len(lines) - 1 and i > 0:
+                    break  # killed while writing its last row
+                raise RowsError(f"{path}: line {i + 1} is not JSON: not a rows file of `evaluate --rows`") from None
+        head = records[0] if isinstance(records[0], dict) else {}
+        if head.get("format") != self.FORMAT:
+            raise RowsError(f"{path}: not a rows file of `evaluate --rows` (no {self.FORMAT!r} header)")
+        other = {k: (head.get(k), v) for k, v in settings.items() if head.get(k) != v}
+        if other:
+            diff = ", ".join(f"{k} {a!r} there, {b!r} now" for k, (a, b) in other.items())
+            raise RowsError(f"{path} holds rows of another evaluation ({diff}): give another --rows file")
+        for row in records[1:]:
+            self.rows[(row.get("program"), row.get("sha256"))] = row
+        if len(records) < len(lines):  # rewrite without the broken last line, so appends stay line by line
+            self._write("".join(json.dumps(r) + "\n" for r in records).rstrip("\n"), "w")
+
+    def _write(self, text: str, mode: str) -> None:
+        try:
+            with open(self.path, mode) as f:
+                f.write(text + "\n")
+                f.flush()
+                os.fsync(f.fileno())
+        except OSError as e:
+            raise RowsError(f"{self.path}: cannot write it ({e.strerror})") from None
+
+    def get(self, path: str) -> dict | None:
+        """The finished row of this program file, if the file holds one."""
+        return self.rows.get((path, file_sha256(path)))
+
+    def add(self, row: dict) -> None:
+        self.rows[(row["program"], row["sha256"])] = row
+        self._write(json.dumps(row), "a")
 
 
 def hill_key(budget: int) -> str:
@@ -51,7 +126,7 @@ def evaluate_program(eng: Engine, policy, path: str, budgets: list[int], seed: i
     prog = load_file(path)
     sess = policy.schedule(Session(prog, openmp=eng.openmp))
     schedules = {"policy": to_measure(sess.schedule)}
-    row: dict = {"program": path, "policy_schedule": str(schedules["policy"])}
+    row: dict = {"program": path, "sha256": file_sha256(path), "policy_schedule": str(schedules["policy"])}
     for b in sorted(budgets):  # the smaller search first: the larger one meets its candidates in the cache
         r = search(eng, prog, "hill", b, seed=seed)
         k = hill_key(b)
@@ -119,23 +194,37 @@ def summarize(rows: list[dict], budgets: list[int] = ()) -> dict:
 
 
 def evaluate(eng: Engine, policy, paths: list[str], budgets: list[int], seed: int = 0, rounds: int = 3,
-             torch: bool = True, on_row: Callable[[int, int, dict], None] | None = None) -> tuple[list[dict], dict]:
-    """Every program in turn (never two at once: their timings would share the cores)."""
+             torch: bool = True, on_row: Callable[[int, int, dict], None] | None = None,
+             rows_file: RowsFile | None = None) -> tuple[list[dict], dict]:
+    """Every program in turn (never two at once: their timings would share the cores); with `rows_file`, the
+    programs it has a row for are not measured again and each new row is added to it as it finishes."""
     from mlir_rl_tui.agent.suggest import set_inference_threads
 
     set_inference_threads(1)
     rows = []
     for i, path in enumerate(paths):
-        rows.append(evaluate_program(eng, policy, path, budgets, seed, rounds, torch))
+        row = rows_file.get(path) if rows_file is not None else None
+        if row is None:
+            row = evaluate_program(eng, policy, path, budgets, seed, rounds, torch)
+            if rows_file is not None:
+                rows_file.add(row)
+        rows.append(row)
         if on_row is not None:
             on_row(i + 1, len(paths), rows[-1])
     return rows, summarize(rows, budgets)
 
 
+def settings(policy, budgets: list[int], seed: int, rounds: int, torch: bool) -> dict:
+    """What an evaluation's rows depend on besides the programs (a RowsFile's header)."""
+    return {"policy_sha256": file_sha256(policy.path) if policy.path and os.path.exists(policy.path) else policy.path,
+            "hill_budgets": sorted(budgets), "seed": seed, "rounds": rounds, "torch": torch}
+
+
 def evaluation(eng: Engine, policy, paths: list[str], budgets: list[int], seed: int = 0, rounds: int = 3,
-               torch: bool = True, on_row: Callable[[int, int, dict], None] | None = None) -> dict:
+               torch: bool = True, on_row: Callable[[int, int, dict], None] | None = None,
+               rows_file: RowsFile | None = None) -> dict:
     """`evaluate` with what it was run with: the rows, their geometric means, the settings and the machine."""
-    rows, summary = evaluate(eng, policy, paths, budgets, seed, rounds, torch, on_row)
+    rows, summary = evaluate(eng, policy, paths, budgets, seed, rounds, torch, on_row, rows_file)
     return {"programs": rows, "gmean": summary, "hill_budgets": sorted(budgets), "policy": policy.path,
             "policy_ms": round(policy.ms_per_decision, 3), "threads": len(os.sched_getaffinity(0)),
             "rounds": rounds}

@@ -25,22 +25,35 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rounds", type=int, default=3,
                    help="the final schedules of the policy and of the search are measured again this many times, "
                         "interleaved (A B A B); the fastest run is reported (noise only adds time)")
+    p.add_argument("--rows", metavar="FILE",
+                   help="keep each finished program's row in FILE (JSON lines) as it finishes; the same call again "
+                        "measures only the programs FILE has no row for (an evaluation stopped midway loses one "
+                        "program, not hours)")
     p.add_argument("--no-cache", action="store_true",
                    help="measure every search candidate again instead of taking it from the cache")
 
 
 def run(args: argparse.Namespace) -> int:
     from mlir_rl_tui.agent.data import program_paths
-    from mlir_rl_tui.agent.evaluate import evaluation
+    from mlir_rl_tui.agent.evaluate import RowsError, RowsFile, evaluation, settings
     from mlir_rl_tui.progress import ProgressLine
 
     paths = program_paths(args.programs, args.split)
     pol = load_policy(args.policy)
+    budgets = [] if args.no_search else args.budget
+    try:
+        rows_file = RowsFile(args.rows, settings(pol, budgets, args.seed, args.rounds, not args.no_torch)) \
+            if args.rows else None
+    except RowsError as e:
+        raise CliError(str(e)) from None
+    if rows_file is not None and rows_file.rows:
+        print(f"evaluate: {sum(1 for p in paths if rows_file.get(p))} of {len(paths)} programs already in {args.rows}",
+              file=sys.stderr)
     with ProgressLine() as line, make_engine(args) as eng:
         line.update(f"evaluate: 0/{len(paths)} programs")
-        out = evaluation(eng, pol, paths, [] if args.no_search else args.budget, args.seed, args.rounds,
+        out = evaluation(eng, pol, paths, budgets, args.seed, args.rounds,
                          not args.no_torch, lambda i, n, row: line.update(
-                             f"evaluate: {i}/{n} programs (last {os.path.basename(row['program'])})"))
+                             f"evaluate: {i}/{n} programs (last {os.path.basename(row['program'])})"), rows_file)
     rows = out["programs"]
     if args.png:
         _plot(rows, args.png)
