@@ -89,8 +89,10 @@ class RowsFile:
         if other:
             diff = ", ".join(f"{k} {a!r} there, {b!r} now" for k, (a, b) in other.items())
             raise RowsError(f"{path} holds rows of another evaluation ({diff}): give another --rows file")
-        for row in records[1:]:
-            self.rows[(row.get("program"), row.get("sha256"))] = row
+        for i, row in enumerate(records[1:], start=2):
+            if not isinstance(row, dict) or not isinstance(row.get("program"), str):
+                raise RowsError(f"{path}: line {i} is not a row of `evaluate --rows` (no program)")
+            self.rows[(row["program"], row.get("sha256"))] = row
         if len(records) < len(lines):  # rewrite without the broken last line, so appends stay line by line
             self._write("".join(json.dumps(r) + "\n" for r in records).rstrip("\n"), "w")
 

@@ -56,6 +56,10 @@ def test_another_evaluations_file_or_garbage_is_one_line(tmp_path):
     garbage.write_text('{"rows": 1}\n')
     with pytest.raises(RowsError, match="no 'mlir-rl-tui evaluate rows 1' header"):
         RowsFile(str(garbage), SETTINGS)
+    for later in ("[1]", '{"policy": 2.0}'):  # a good header, then JSON that is not a row
+        garbage.write_text(open(f).read() + later + "\n" + '{"program": "x.mlir"}\n')
+        with pytest.raises(RowsError, match="line 2 is not a row"):
+            RowsFile(str(garbage), SETTINGS)
 
 
 def _untrained_policy(tmp_path) -> str:
