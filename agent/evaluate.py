@@ -57,9 +57,12 @@ class RowsFile:
     measured with, then one finished row per line, appended and flushed as it finishes. Opening a file written
     with other settings (policy, budgets, seed, rounds, PyTorch) is a RowsError, not a mix; a row is reused only
     for a program file with the same content (its sha256) and path; an incomplete last line (the writer was
-    killed mid-write) is dropped."""
+    killed mid-write) is dropped. Another command's rows (benchmarks/policy_ab.py --rows) use a subclass with
+    its own FORMAT and COMMAND."""
 
     FORMAT = "mlir-rl-tui evaluate rows 1"
+    #: The command and option that write such files, in messages.
+    COMMAND = "evaluate --rows"
 
     def __init__(self, path: str, settings: dict):
         self.path, self.settings = path, settings
@@ -81,17 +84,17 @@ class RowsFile:
             except ValueError:
                 if i == len(lines) - 1 and i > 0:
                     break  # killed while writing its last row
-                raise RowsError(f"{path}: line {i + 1} is not JSON: not a rows file of `evaluate --rows`") from None
+                raise RowsError(f"{path}: line {i + 1} is not JSON: not a rows file of `{self.COMMAND}`") from None
         head = records[0] if isinstance(records[0], dict) else {}
         if head.get("format") != self.FORMAT:
-            raise RowsError(f"{path}: not a rows file of `evaluate --rows` (no {self.FORMAT!r} header)")
+            raise RowsError(f"{path}: not a rows file of `{self.COMMAND}` (no {self.FORMAT!r} header)")
         other = {k: (head.get(k), v) for k, v in settings.items() if head.get(k) != v}
         if other:
             diff = ", ".join(f"{k} {a!r} there, {b!r} now" for k, (a, b) in other.items())
             raise RowsError(f"{path} holds rows of another evaluation ({diff}): give another --rows file")
         for i, row in enumerate(records[1:], start=2):
             if not isinstance(row, dict) or not isinstance(row.get("program"), str):
-                raise RowsError(f"{path}: line {i} is not a row of `evaluate --rows` (no program)")
+                raise RowsError(f"{path}: line {i} is not a row of `{self.COMMAND}` (no program)")
             self.rows[(row["program"], row.get("sha256"))] = row
         if len(records) < len(lines):  # rewrite without the broken last line, so appends stay line by line
             self._write("".join(json.dumps(r) + "\n" for r in records).rstrip("\n"), "w")

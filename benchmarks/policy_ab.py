@@ -14,6 +14,9 @@ or far (engine.contention) after its retries, per program and in all: a sitting'
 only as good as its cores were.
 With several --b checkpoints (named B, C, D, ... in that order) all are measured in the same rounds and
 each is compared with A. Timing-dependent: run with nothing else on the machine.
+`--rows FILE` keeps each finished program's row (JSON lines after a header of the policies' sha256 and the
+rounds) and the same call again measures only the rest: a validation over 155 programs takes hours on a slow
+machine, and a stopped one then loses at most the program in flight.
 """
 
 from __future__ import annotations
@@ -35,9 +38,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--programs", nargs="+", required=True, help="data set folders, folders or .mlir files")
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--json", help="write the rows and the summary here")
+    p.add_argument("--rows", help="keep finished rows here; the same call again measures only the rest")
     a = p.parse_args(argv)
     sys.path.insert(0, str(ROOT))
-    from mlir_rl_tui.agent.evaluate import gmean
+    from mlir_rl_tui.agent.evaluate import RowsError, RowsFile, file_sha256, gmean
     from mlir_rl_tui.agent.remeasure import figure, remeasure, speedups
     from mlir_rl_tui.agent.suggest import load_policy, set_inference_threads, to_measure
     from mlir_rl_tui.commands.dataset import program_paths
@@ -46,16 +50,30 @@ def main(argv: list[str] | None = None) -> int:
     set_inference_threads(1)
     names = {"A": a.a, **{chr(ord("B") + i): path for i, path in enumerate(a.b)}}
     policies = {k: load_policy(path) for k, path in names.items()}
+
+    class ABRows(RowsFile):
+        FORMAT = "mlir-rl-tui policy_ab rows 1"
+        COMMAND = "benchmarks/policy_ab.py --rows"
+
+    try:
+        kept = ABRows(a.rows, {"policies": {k: file_sha256(path) for k, path in names.items()},
+                               "rounds": a.rounds}) if a.rows else None
+    except RowsError as e:
+        print(f"policy_ab: error: {e}", file=sys.stderr)
+        return 2
     rows = []
     with Engine() as eng:
         for path in program_paths(a.programs):
+            if kept and (row := kept.get(path)):
+                rows.append(row)
+                continue
             prog = load_file(path)
             sched = {k: to_measure(pol.schedule(Session(prog, openmp=eng.openmp)).schedule)
                      for k, pol in policies.items()}
             distinct = list(dict.fromkeys(str(s) for s in sched.values()))
             measured = remeasure(eng, prog, list(sched.values()), a.rounds)  # more rounds while split
             runs = speedups(measured)
-            row = {"program": path, **{k: figure(runs[str(s)]) for k, s in sched.items()},
+            row = {"program": path, "sha256": file_sha256(path), **{k: figure(runs[str(s)]) for k, s in sched.items()},
                    # timings the engine flagged after its retries (engine.contention): other processes on the
                    # cores, or the host keeping them far apart; a sitting with many is not one to decide by
                    "contended": sum(m.contended for ms in measured.values() for m in ms),
@@ -63,6 +81,8 @@ def main(argv: list[str] | None = None) -> int:
                    **{f"{k}_schedule": str(s) for k, s in sched.items()},
                    **{f"{k}_spread": [min(runs[str(s)]), max(runs[str(s)])] for k, s in sched.items()}}
             rows.append(row)
+            if kept:
+                kept.add(row)
             if len(distinct) > 1:
                 others = "  ".join(f"{k} {row[k]:7.2f}x {k}/A {row[k] / row['A'] if row['A'] else float('inf'):5.2f}"
                                    for k in names if k != "A")

@@ -354,3 +354,40 @@ def test_policy_ab_measures_several_policies_in_the_same_rounds(tmp_path, cache_
     assert row["A"] > 0 and row["C"] > 0 and s["C_over_A"] == pytest.approx(row["C"] / row["A"])
     assert s["failed"] == {"A": 0, "B": 0, "C": 0}
     assert s["far_measurements"] == row["far"] >= 0 and s["contended_measurements"] == row["contended"] >= 0
+
+
+def test_policy_ab_rows_resume_without_measuring_again(tmp_path, cache_dir, capsys):
+    """benchmarks/policy_ab.py --rows: a finished program's row is kept and read back (its figure is the file's,
+    not a new measurement), a program not in the file is measured and appended; the file of another A/B
+    (other rounds) is refused in one line, exit 2, and left as it was."""
+    import importlib.util
+
+    from conftest import ROOT
+
+    from mlir_rl_tui.agent.policy import ActorCritic, PolicyConfig, save
+
+    spec = importlib.util.spec_from_file_location("policy_ab", ROOT / "benchmarks" / "policy_ab.py")
+    ab = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ab)
+    torch.manual_seed(0)
+    pa, pb = str(tmp_path / "A.pt"), str(tmp_path / "B.pt")
+    save(ActorCritic(config=PolicyConfig(hidden=16, layers=1)), pa)
+    save(ActorCritic(config=PolicyConfig(hidden=16, layers=1)), pb)
+    rows, out = tmp_path / "rows.jsonl", tmp_path / "ab.json"
+    relu, add = str(SAMPLES / "relu.mlir"), str(SAMPLES / "add.mlir")
+    args = ["--a", pa, "--b", pb, "--rounds", "1", "--rows", str(rows), "--json", str(out)]
+    assert ab.main([*args, "--programs", relu]) == 0
+    lines = rows.read_text().splitlines()
+    assert len(lines) == 2 and json.loads(lines[1])["program"] == relu
+    kept = json.loads(lines[1]) | {"A": 123.0}  # a figure no measurement gives: reading it back proves reuse
+    rows.write_text(lines[0] + "\n" + json.dumps(kept) + "\n")
+    assert ab.main([*args, "--programs", relu, add]) == 0
+    got = json.loads(out.read_text())["rows"]
+    assert [r["program"] for r in got] == [relu, add] and got[0]["A"] == 123.0 and 0 < got[1]["A"] < 123.0
+    assert [json.loads(x)["program"] for x in rows.read_text().splitlines()[1:]] == [relu, add]
+    before = rows.read_text()
+    capsys.readouterr()
+    assert ab.main([*args[:5], "2", *args[6:], "--programs", relu]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "another evaluation (rounds 1 there, 2 now)" in err
+    assert rows.read_text() == before
