@@ -4,6 +4,7 @@ no signal, no traceback; several functions need --entry, which then schedules an
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 import time
@@ -83,8 +84,12 @@ def test_apply_says_how_long_a_slow_program_takes_before_starting(tmp_path, cach
     """matmul 2048^3: a note before any work, then progress lines (stopped after a few seconds)."""
     path = tmp_path / "mm2048.mlir"
     path.write_text(matmul(2048))
+    # SIGINT as a terminal gives it: a background job of a shell without job control (`cmd &` in a script,
+    # as a CI runner may start the tests) inherits SIGINT ignored, and Python then never raises
+    # KeyboardInterrupt: the command would run on, holding a core, after this test
     proc = subprocess.Popen([sys.executable, "-m", "mlir_rl_tui", "apply", str(path)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
+                            stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         first = proc.stderr.readline()
         assert first.startswith(f"mlir-rl-tui: note: {path}: an untransformed run of @forward should take about")
@@ -92,8 +97,13 @@ def test_apply_says_how_long_a_slow_program_takes_before_starting(tmp_path, cach
         second = proc.stderr.readline()  # after a second: the progress line
         assert second.startswith("apply: ") and second.rstrip().endswith("s)")
     finally:
-        proc.send_signal(2)  # SIGINT: the command closes its workers and exits
-        proc.communicate(timeout=60)
+        proc.send_signal(signal.SIGINT)  # the command closes its workers and exits
+        try:
+            proc.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()  # its workers follow their parent (engine.watchdog)
+            proc.communicate()
+            raise
 
 
 def test_app_with_an_unknown_entry_is_one_line(tmp_path, cache_dir):
