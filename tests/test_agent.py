@@ -323,18 +323,24 @@ def test_ppo_rollouts_on_a_local_ray_instance(tmp_path, cache_dir):
     assert len(rows) == 1 and float(rows[0]["charts/valid_rate"]) > 0
 
 
-def test_policy_ab_measures_several_policies_in_the_same_rounds(tmp_path, cache_dir):
-    """benchmarks/policy_ab.py with --b B C: one row per program, each policy against A; a policy whose
-    schedule is A's shares its measurements (ratio exactly 1)."""
+def _policy_ab():
+    """benchmarks/policy_ab.py as a module (a script, not a package member)."""
     import importlib.util
 
     from conftest import ROOT
 
-    from mlir_rl_tui.agent.policy import ActorCritic, PolicyConfig, save
-
     spec = importlib.util.spec_from_file_location("policy_ab", ROOT / "benchmarks" / "policy_ab.py")
     ab = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(ab)
+    return ab
+
+
+def test_policy_ab_measures_several_policies_in_the_same_rounds(tmp_path, cache_dir):
+    """benchmarks/policy_ab.py with --b B C: one row per program, each policy against A; a policy whose
+    schedule is A's shares its measurements (ratio exactly 1)."""
+    from mlir_rl_tui.agent.policy import ActorCritic, PolicyConfig, save
+
+    ab = _policy_ab()
     torch.manual_seed(0)
     small = PolicyConfig(hidden=16, layers=1)
     a, c = ActorCritic(config=small), ActorCritic(config=small)
@@ -360,15 +366,9 @@ def test_policy_ab_rows_resume_without_measuring_again(tmp_path, cache_dir, caps
     """benchmarks/policy_ab.py --rows: a finished program's row is kept and read back (its figure is the file's,
     not a new measurement), a program not in the file is measured and appended; the file of another A/B
     (other rounds) is refused in one line, exit 2, and left as it was."""
-    import importlib.util
-
-    from conftest import ROOT
-
     from mlir_rl_tui.agent.policy import ActorCritic, PolicyConfig, save
 
-    spec = importlib.util.spec_from_file_location("policy_ab", ROOT / "benchmarks" / "policy_ab.py")
-    ab = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(ab)
+    ab = _policy_ab()
     torch.manual_seed(0)
     pa, pb = str(tmp_path / "A.pt"), str(tmp_path / "B.pt")
     save(ActorCritic(config=PolicyConfig(hidden=16, layers=1)), pa)

@@ -101,7 +101,7 @@ def test_choose_by_imitates_the_near_best_schedule_a_cloned_policy_finds_most_li
 
 def test_confirmed_times_the_candidates_again_side_by_side_and_ranks_them_by_median(engine, matmul):
     """expert.confirmed (train --recipe default --confirm K): fresh measurements (the engine counts each as
-    made), `rounds` runs each, fastest median first."""
+    made), `rounds` runs each (more while a schedule's runs are split), the best figure first."""
     from mlir_rl_tui.agent.expert import confirmed
     from mlir_rl_tui.engine import Schedule, parse
 
@@ -109,9 +109,11 @@ def test_confirmed_times_the_candidates_again_side_by_side_and_ranks_them_by_med
     engine.measure(matmul, tiled)  # in the cache now: confirmed does not take it from there
     made = engine.evaluated
     ranked = confirmed(engine, matmul, [Schedule({}), tiled], rounds=2)
-    assert engine.evaluated - made == 4  # each schedule twice, none from the cache
     assert [to_text(s) for s, _, _ in ranked] == [to_text(tiled), ""]
-    assert all(len(runs) == 2 for _, _, runs in ranked)
+    # two rounds, and up to 2 x 2 + 1 while one's runs are split (agent.remeasure): the same count for each
+    done = {len(runs) for _, _, runs in ranked}
+    assert len(done) == 1 and 2 <= done.pop() <= 5
+    assert engine.evaluated - made == sum(len(runs) for _, _, runs in ranked)  # none from the cache
     (_, fast, fast_runs), (_, base, base_runs) = ranked
     assert fast > 10 and 0.5 < base < 2 and min(fast_runs) <= fast <= max(fast_runs)
 
