@@ -8,7 +8,12 @@ the policy did:
 
 1. group (decode "grouped"): finish the op (V, NT) or transform it further (T, TP, TF, I), whichever has the
    larger total probability; then the most probable transformation of that group;
-2. its parameters: the most probable tile size per loop row, or the most probable level pointer.
+2. its parameters: the most probable tile size per loop row, or the most probable level pointer. With decode
+   "consensus" (an ensemble whose checkpoint says so), the tile sizes are instead the members' own: each member's
+   most probable size per row is one tile vector, and the vector proposed is the one the ensemble finds most
+   probable (the mean over members of the product of its rows' probabilities). Row by row, the mean of members
+   that disagree builds vectors none of them proposed: on a 16-to-64-channel 28x28 convolution, three members
+   proposed TP(1,32,4,4,...), TF(1,16,1,0,...) and TF(1,16,4,4,...), and the mean TF(1,32,4,0,...).
 
 The proposal need not be the most probable single action: NT (no parameters) at 48% beats T at 29% x its tile
 sizes, yet T is proposed when T, TP, TF and I together hold 52%. `Explanation.notes` says so in that case.
@@ -35,6 +40,8 @@ FINISH = ("V", "NT")
 MORE = ("T", "TP", "TF", "I")
 """the group that transforms the op further"""
 GROUP_NAMES = {"finish": "finish the op (V, NT)", "more": "transform it further (T, TP, TF, I)"}
+DECODES = ("grouped", "argmax", "consensus")
+"""decoding rules (module docstring): "consensus" is "grouped" with the tile sizes of one member"""
 
 
 @dataclass(frozen=True)
@@ -102,6 +109,10 @@ class Decision:
     """"finish" or "more" when the group decided, None when one group was possible or decode is "argmax"."""
     masses: dict[str, float]
     """total probability of each group ("finish", "more")"""
+    member: int | None = None
+    """with decode "consensus": the member (from 0) whose tile sizes were proposed, and how many members
+    proposed the same vector"""
+    agreeing: int = 0
 
 
 @dataclass(frozen=True)
@@ -144,7 +155,11 @@ class Explanation:
         if self.params:
             what = "level pointer" if d.kind == "I" else "tile size per loop"
             shown = ", ".join(f"{p.name} {p.choice} {p.p:.0%}" for p in self.params)
-            out.append(f"then the most probable {what}: {shown}")
+            if d.member is None:
+                out.append(f"then the most probable {what}: {shown}")
+            else:
+                by = f"{d.agreeing} members" if d.agreeing > 1 else f"member {d.member + 1}"
+                out.append(f"then the tile sizes {by} proposed, the members' most probable vector: {shown}")
         c = self.proposal
         out.append(f"proposal {self.action}: p = {c.p_kind:.0%} x {c.p_params:.0%} = {c.joint:.0%}"
                    if self.params else f"proposal {self.action}: p = {c.joint:.0%}")
@@ -171,7 +186,8 @@ class Explanation:
 
     def to_json(self) -> dict:
         d = asdict(self)
-        d["decision"] = {"kind": self.decision.kind, "group": self.decision.group, "masses": self.decision.masses}
+        d["decision"] = {"kind": self.decision.kind, "group": self.decision.group, "masses": self.decision.masses,
+                         "member": self.decision.member, "agreeing": self.decision.agreeing}
         d["rule"], d["notes"] = self.rule(), self.notes()
         for c in d["top"] + [d["proposal"]]:
             c["joint"] = c["p_kind"] * c["p_params"]
@@ -180,29 +196,48 @@ class Explanation:
 
 # ----------------------------------------------------------------------------------------------
 def decide(logp: dict[str, np.ndarray], masks: dict[str, np.ndarray], decode: str = "grouped",
-           pending: bool = False) -> Decision:
-    """The decoding rule (module docstring): the transformation (by group first with "grouped"), then the
-    most probable parameter of each of its heads. `logp`: masked log-probabilities of one state per head."""
-    if decode not in ("grouped", "argmax"):
-        raise ValueError(f"decode must be 'grouped' or 'argmax', not {decode!r}")
+           pending: bool = False, members: list[dict[str, np.ndarray]] | None = None) -> Decision:
+    """The decoding rule (module docstring): the transformation (by group first with "grouped" and
+    "consensus"), then the most probable parameter of each of its heads, or with "consensus" the members'
+    most probable tile vector. `logp`: masked log-probabilities of one state per head (an ensemble's: the
+    mixture's); `members`: each member's, which "consensus" needs."""
+    if decode not in DECODES:
+        raise ValueError(f"decode must be one of {', '.join(DECODES)}, not {decode!r}")
+    if decode == "consensus" and not members:
+        raise ValueError("consensus decoding needs the members' log-probabilities")
     allowed = [k for k in TRANSFORMATIONS if masks["transformation"][TRANSFORMATIONS.index(k)]]
     p = {k: float(np.exp(logp["transformation"][TRANSFORMATIONS.index(k)])) for k in allowed}
     masses = {"finish": sum(p[k] for k in allowed if k in FINISH), "more": sum(p[k] for k in allowed if k in MORE)}
     group = None
     pool = allowed
     both = any(k in FINISH for k in allowed) and any(k in MORE for k in allowed)
-    if decode == "grouped" and both and not pending:
+    if decode != "argmax" and both and not pending:
         group = "more" if masses["more"] > masses["finish"] else "finish"
         pool = [k for k in allowed if k in (MORE if group == "more" else FINISH)]
     kind = max(pool, key=lambda k: (p[k], -TRANSFORMATIONS.index(k)))
     n = logp["T"].shape[0]
     v = np.zeros(2 + n, np.int64)
     v[0] = TRANSFORMATIONS.index(kind)
-    if kind in TILED:
+    member, agreeing = None, 0
+    if kind in TILED and decode == "consensus":
+        v[1: 1 + n], member, agreeing = consensus_sizes([m[kind] for m in members or []])
+    elif kind in TILED:
         v[1: 1 + n] = logp[kind].argmax(-1)
     elif kind == "I":
         v[1 + n] = int(logp["I"].argmax())
-    return Decision(v, kind, group, masses)
+    return Decision(v, kind, group, masses, member, agreeing)
+
+
+def consensus_sizes(heads: list[np.ndarray]) -> tuple[np.ndarray, int, int]:
+    """Among the members' own tile vectors (each member's argmax per row of its masked log-probabilities
+    [N, M] of one tiled head), the one of largest mixture probability: the mean over members of
+    exp(sum of its rows' log-probabilities). Returns the vector, the first member that proposed it and how
+    many members proposed it."""
+    props = [h.argmax(-1) for h in heads]
+    rows = np.arange(heads[0].shape[0])
+    scores = [np.logaddexp.reduce([float(h[rows, v].sum()) for h in heads]) for v in props]
+    best = int(np.argmax(scores))  # first of equal scores: the lowest member
+    return props[best], best, sum(int(np.array_equal(props[best], v)) for v in props)
 
 
 def top_sizes(rows: np.ndarray, allowed: np.ndarray, k: int) -> list[tuple[float, list[int]]]:
@@ -307,10 +342,12 @@ def _pair(x) -> tuple[float, float] | None:
 
 def explain(session, logp: dict[str, np.ndarray], masks: dict[str, np.ndarray], value: float | None = None,
             decode: str = "grouped", interchange: str = "pointers", k: int = 5,
-            cost_model: CostModel | None = None) -> Explanation:
+            cost_model: CostModel | None = None, members: list[dict[str, np.ndarray]] | None = None
+            ) -> Explanation:
     """The explanation of one decision (module docstring). `logp` and `masks`: one state's masked
-    log-probabilities and masks per head; `value`: the critic's output for that state."""
-    d = decide(logp, masks, decode, bool(session.pending))
+    log-probabilities and masks per head; `value`: the critic's output for that state; `members`: each
+    ensemble member's log-probabilities (decode "consensus")."""
+    d = decide(logp, masks, decode, bool(session.pending), members)
     proposal_action = _label(session, d.vector, interchange)
     mask = session.mask()
     names = list(TRANSFORMATIONS)

@@ -26,6 +26,7 @@ import torch
 from torch import nn
 
 from mlir_rl_tui.agent import checkpoint as ck
+from mlir_rl_tui.agent.explain import DECODES
 from mlir_rl_tui.engine.actions import enumerated_candidates, head_masks
 from mlir_rl_tui.engine.config import DEFAULT_LIMITS, TRANSFORMATIONS, Limits
 from mlir_rl_tui.engine.features import blocks, feature_size
@@ -311,7 +312,17 @@ class Ensemble(nn.Module):
 
     def forward(self, obs: torch.Tensor, with_value: bool = True
                 ) -> tuple[dict[str, torch.Tensor], torch.Tensor | None]:
-        outs = [m(obs, with_value) for m in self.members]
+        return self.mix(self.member_outputs(obs, with_value))
+
+    def member_outputs(self, obs: torch.Tensor, with_value: bool = True
+                       ) -> list[tuple[dict[str, torch.Tensor], torch.Tensor | None]]:
+        """Each member's (logits, value): what "consensus" decoding (agent.explain.decide) chooses among."""
+        return [m(obs, with_value) for m in self.members]
+
+    @staticmethod
+    def mix(outs: list[tuple[dict[str, torch.Tensor], torch.Tensor | None]]
+            ) -> tuple[dict[str, torch.Tensor], torch.Tensor | None]:
+        """The ensemble's (logits, value) from its members': the mean of their distributions and values."""
         n = torch.tensor(float(len(outs))).log()
         logits = {k: torch.logsumexp(torch.stack([torch.log_softmax(o[0][k], -1) for o in outs]), 0) - n
                   for k in outs[0][0]}
@@ -340,8 +351,11 @@ def save_member(path: str, k: int, out: str) -> dict:
     return meta
 
 
-def save_ensemble(paths: list[str], out: str) -> Ensemble:
-    """One checkpoint of the policies at `paths` (each loaded as `load` does), float16 like `save`."""
+def save_ensemble(paths: list[str], out: str, decode: str = "grouped") -> Ensemble:
+    """One checkpoint of the policies at `paths` (each loaded as `load` does), float16 like `save`, that
+    decodes with `decode` (agent.explain.decide) when it schedules."""
+    if decode not in DECODES:
+        raise ValueError(f"decode must be one of {', '.join(DECODES)}, not {decode!r}")
     if not 2 <= len(paths) <= MAX_MEMBERS:
         raise ck.CheckpointError(f"an ensemble has 2 to {MAX_MEMBERS} members, not {len(paths)}")
     loaded = [load(p, ensemble=True) for p in paths]
@@ -355,6 +369,7 @@ def save_ensemble(paths: list[str], out: str) -> Ensemble:
                                  "decide together") from None
     sd = {f"m{i}.{k}": (v.half() if v.is_floating_point() else v)
           for i, (m, _) in enumerate(loaded) for k, v in m.state_dict().items()}
-    meta = {"trained_by": "ensemble", "members": [{"path": p, "meta": mt} for p, (_, mt) in zip(paths, loaded)]}
+    meta = {"trained_by": "ensemble", "decode": decode,
+            "members": [{"path": p, "meta": mt} for p, (_, mt) in zip(paths, loaded)]}
     ck.save(out, "policy", sd, {**config_json(loaded[0][0]), "members": len(paths), "meta": meta})
     return ens

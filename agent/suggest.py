@@ -14,8 +14,8 @@ import time
 import numpy as np
 import torch
 
-from mlir_rl_tui.agent.explain import CostModel, Explanation, LevelPointer, decide, explain
-from mlir_rl_tui.agent.policy import ActorCritic, distribution, load, masks_for
+from mlir_rl_tui.agent.explain import DECODES, CostModel, Explanation, LevelPointer, decide, explain
+from mlir_rl_tui.agent.policy import ActorCritic, Ensemble, distribution, load, masks_for
 from mlir_rl_tui.engine.actions import to_action
 from mlir_rl_tui.engine.errors import EngineError, ScheduleError
 from mlir_rl_tui.engine.schedule import Action, Schedule
@@ -24,12 +24,15 @@ DEFAULT_CHECKPOINT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "c
 
 
 class Policy:
-    """A trained ActorCritic used greedily; every decision's inference time is kept in `decision_ms`."""
+    """A trained ActorCritic (or Ensemble) used greedily; every decision's inference time is kept in
+    `decision_ms`. `decode`: agent.explain's rule; "consensus" needs an Ensemble."""
 
-    def __init__(self, model: ActorCritic, meta: dict | None = None, path: str | None = None,
+    def __init__(self, model: ActorCritic | Ensemble, meta: dict | None = None, path: str | None = None,
                  decode: str = "grouped") -> None:
-        if decode not in ("grouped", "argmax"):
-            raise ValueError(f"decode must be 'grouped' or 'argmax', not {decode!r}")
+        if decode not in DECODES:
+            raise ValueError(f"decode must be one of {', '.join(DECODES)}, not {decode!r}")
+        if decode == "consensus" and not isinstance(model, Ensemble):
+            raise ValueError("consensus decoding chooses among an ensemble's members: this is one policy")
         self.decode = decode
         self.model = model.eval()
         self.meta = meta or {}
@@ -42,30 +45,42 @@ class Policy:
 
     @torch.no_grad()
     def _heads(self, session, with_value: bool = False
-               ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], float | None]:
-        """One forward pass: masked log-probabilities and masks per head (numpy), and the critic's value."""
+               ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], float | None, list | None]:
+        """One forward pass: masked log-probabilities and masks per head (numpy), the critic's value, and
+        with decode "consensus" each member's masked log-probabilities."""
         if session.done:
             raise ScheduleError("every op is already finished")
         m = self.model
         masks = masks_for(session, m.limits, m.config.interchange)
-        logits, value = m(torch.from_numpy(session.observation())[None], with_value=with_value)
+        obs = torch.from_numpy(session.observation())[None]
         t_masks = {k: torch.from_numpy(v)[None] for k, v in masks.items()}
-        logp = {k: v[0].numpy() for k, v in distribution(logits, t_masks).items()}
-        return logp, masks, None if value is None else float(value[0])
+
+        def masked(logits: dict[str, torch.Tensor]) -> dict[str, np.ndarray]:
+            return {k: v[0].numpy() for k, v in distribution(logits, t_masks).items()}
+
+        members = None
+        if self.decode == "consensus":
+            outs = m.member_outputs(obs, with_value)
+            members = [masked(lg) for lg, _ in outs]
+            logits, value = Ensemble.mix(outs)
+        else:
+            logits, value = m(obs, with_value=with_value)
+        return masked(logits), masks, None if value is None else float(value[0]), members
 
     def decide(self, session) -> Action | LevelPointer:
         """The policy's action for the current op (agent.explain.decide's rule); its time is kept."""
         t0 = time.perf_counter()
-        logp, masks, _ = self._heads(session)
-        vec = decide(logp, masks, self.decode, bool(session.pending)).vector
+        logp, masks, _, members = self._heads(session)
+        vec = decide(logp, masks, self.decode, bool(session.pending), members).vector
         self.decision_ms.append((time.perf_counter() - t0) * 1e3)
         return self._decode(session, vec)
 
     def explain(self, session, k: int = 5, cost_model: CostModel | None = None) -> Explanation:
         """The decision with its reasons: the rule in words, the k most probable actions (joint
         probability) with the cost model's predicted speedups, and the critic's value (agent/explain.py)."""
-        logp, masks, value = self._heads(session, with_value=True)
-        return explain(session, logp, masks, value, self.decode, self.model.config.interchange, k, cost_model)
+        logp, masks, value, members = self._heads(session, with_value=True)
+        return explain(session, logp, masks, value, self.decode, self.model.config.interchange, k, cost_model,
+                       members)
 
     def suggest(self, session, k: int = 3) -> tuple[Action | LevelPointer, list[tuple[str, float]]]:
         """The suggested action and the k most probable complete actions with their joint probabilities
@@ -140,4 +155,8 @@ def load_policy(path: str | None = None) -> Policy | None:
         obs = torch.zeros(1, 2 * model.n_features)
         obs[0, 0] = 1.0
         model(obs, with_value=False)
-    return Policy(model, meta, p)
+    decode = meta.get("decode", "grouped")
+    if decode not in DECODES or (decode == "consensus" and not isinstance(model, Ensemble)):
+        raise EngineError(f"{p}: its metadata asks for decode {decode!r}, which this "
+                          f"{'ensemble' if isinstance(model, Ensemble) else 'policy'} cannot use")
+    return Policy(model, meta, p, decode)

@@ -121,3 +121,34 @@ def test_the_ensemble_command(tmp_path):
         r = cli("ensemble", *bad)
         assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
         assert not (tmp_path / os.path.basename(bad[2])).exists()
+
+
+def test_a_consensus_ensemble_proposes_one_members_tile_sizes_at_every_step(tmp_path, matmul):
+    """`ensemble --decode consensus`: the checkpoint says how it decodes, and each tiled action it takes on a
+    real program carries the tile vector one of its members would have taken (agent.explain.consensus_sizes)."""
+    from mlir_rl_tui.engine.errors import EngineError
+    from mlir_rl_tui.engine.schedule import TILED
+
+    paths = [str(tmp_path / f"{i}.pt") for i in range(3)]
+    for i, p in enumerate(paths):
+        save(member(i), p)
+    r = cli("ensemble", "--decode", "consensus", str(tmp_path / "c.pt"), *paths)
+    assert r.returncode == 0 and "(decode consensus)" in r.stdout, r.stderr
+    pol = load_policy(str(tmp_path / "c.pt"))
+    assert pol.decode == "consensus" and load_policy(str(tmp_path / "c.pt")).meta["decode"] == "consensus"
+    sess, tiled = Session(matmul), 0
+    while not sess.done:
+        logp, masks, _, members = pol._heads(sess)
+        e = pol.explain(sess)
+        if e.decision.kind in TILED and not sess.pending:
+            n = logp["T"].shape[0]
+            own = [list(m[e.decision.kind].argmax(-1)) for m in members]
+            assert list(e.decision.vector[1: 1 + n]) in own and e.decision.member is not None
+            tiled += 1
+        sess = pol.step(sess)
+    assert tiled >= 1
+    with pytest.raises(ValueError, match="ensemble"):
+        Policy(load(paths[0])[0], decode="consensus")
+    save(member(0), str(tmp_path / "one.pt"), {"decode": "consensus"})
+    with pytest.raises(EngineError, match="decode 'consensus'"):
+        load_policy(str(tmp_path / "one.pt"))

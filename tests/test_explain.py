@@ -130,3 +130,33 @@ def test_explanation_json_has_the_rule_and_joint_probabilities(matmul):
     assert d["action"] == "T(4,32,32)" and d["rule"][0].startswith("group:")
     assert d["proposal"]["joint"] == pytest.approx(0.29 * 0.6 * 0.8 * 0.7, abs=1e-6)
     assert math.isclose(d["value"], 0.5)
+
+
+def _mixture(members: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
+    """The ensemble's heads (agent.policy.Ensemble.mix): log of the mean of the members' distributions."""
+    return {k: np.logaddexp.reduce([m[k] for m in members], axis=0) - math.log(len(members)) for k in members[0]}
+
+
+def test_consensus_decoding_proposes_a_members_tile_vector_never_a_mix_of_them(matmul):
+    """Row by row, the mean of two members that disagree picks T(4,16,1), which neither proposed; consensus
+    takes the members' own vectors and proposes the one the two find most probable together:
+    (8,16,1) has mean joint (0.1*0.1*0.4 + 0.8*1*1) / 2 = 0.40, (4,32,32) has (0.9*0.9*0.6 + ~0) / 2 = 0.24."""
+    sess = Session(matmul)
+    kinds = {"T": 0.7, "NT": 0.3}
+    a, masks = fake_heads(sess, kinds, {"T": [{4: 0.9, 8: 0.1}, {32: 0.9, 16: 0.1}, {32: 0.6, 1: 0.4}]})
+    b, _ = fake_heads(sess, kinds, {"T": [{8: 0.8, 4: 0.2}, {16: 1.0}, {1: 1.0}]})
+    mix = _mixture([a, b])
+    assert explain(sess, mix, masks).action == "T(4,16,1)"  # the mix
+    e = explain(sess, mix, masks, decode="consensus", members=[a, b])
+    assert e.action == "T(8,16,1)" and (e.decision.member, e.decision.agreeing) == (1, 1)
+    assert e.proposal.p_params == pytest.approx(0.45 * 0.55 * 0.7, abs=1e-6)  # the mixture's rows
+    assert "then the tile sizes member 2 proposed, the members' most probable vector: d0 8 45%" in "\n".join(e.rule())
+    assert e.to_json()["decision"]["member"] == 1
+    # members that agree: their vector, whatever the weights; the group and transformation are the mixture's
+    d = decide(_mixture([a, a]), masks, "consensus", members=[a, a])
+    assert (d.kind, list(d.vector[1:4]), d.member, d.agreeing) == ("T", [3, 6, 6], 0, 2)  # sizes 4, 32, 32
+    nt, _ = fake_heads(sess, {"T": 0.2, "NT": 0.8}, {"T": [{4: 1.0}]})
+    d = decide(_mixture([nt, a]), masks, "consensus", members=[nt, a])  # finish 55% > more 45%
+    assert d.kind == "NT" and d.member is None
+    with pytest.raises(ValueError, match="members"):
+        decide(mix, masks, "consensus")

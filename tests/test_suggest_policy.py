@@ -28,7 +28,7 @@ def test_the_shipped_policy_explains_what_it_proposes(name):
         e = pol.explain(sess, k=5, cost_model=model)
         action = pol.decide(sess)
         assert str(action) == e.action == str(pol.action_of(sess, e))  # what it says is what it does
-        logp, masks, value = pol._heads(sess, with_value=True)
+        logp, masks, value, _ = pol._heads(sess, with_value=True)
         assert e.value == pytest.approx(value) and math.isfinite(e.value)
         # the proposal's probability is the policy's own: the log-probability PPO and BC train
         t_logp = {k: torch.from_numpy(v)[None] for k, v in logp.items()}

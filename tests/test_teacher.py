@@ -99,7 +99,7 @@ def test_choose_by_imitates_the_near_best_schedule_a_cloned_policy_finds_most_li
         assert changed == expect_changed
 
 
-def test_confirmed_times_the_candidates_again_side_by_side_and_ranks_them_by_median(engine, matmul):
+def test_confirmed_times_the_candidates_again_side_by_side_and_ranks_them_by_fastest_run(engine, matmul):
     """expert.confirmed (train --recipe default --confirm K): fresh measurements (the engine counts each as
     made), `rounds` runs each (more while a schedule's runs are split), the best figure first."""
     from mlir_rl_tui.agent.expert import confirmed

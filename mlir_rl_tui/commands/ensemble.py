@@ -22,6 +22,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "the one ensemble to take a member of")
     p.add_argument("--member", type=int, metavar="K", help="write the K-th member (from 1) of the ensemble POLICY "
                    "as a policy checkpoint of its own")
+    p.add_argument("--decode", choices=("grouped", "consensus"), default="grouped",
+                   help="how the ensemble decodes (agent/explain.py): 'grouped' takes each tile size as the most "
+                   "probable of the mean of the members' distributions; 'consensus' takes the tile sizes of the "
+                   "member whose vector the ensemble finds most probable, never a mix no member proposed "
+                   "(default: %(default)s)")
     add_json(p)
 
 
@@ -42,10 +47,10 @@ def run(args: argparse.Namespace) -> int:
         else:
             print(f"{args.out}: member {args.member} of {args.members[0]}")
         return 0
-    save_ensemble(args.members, args.out)
+    save_ensemble(args.members, args.out, args.decode)
     load_policy(args.out)  # the written file must load as the product loads it
     if args.json:
-        emit({"out": args.out, "members": args.members})
+        emit({"out": args.out, "members": args.members, "decode": args.decode})
     else:
-        print(f"{args.out}: an ensemble of {len(args.members)} policies")
+        print(f"{args.out}: an ensemble of {len(args.members)} policies (decode {args.decode})")
     return 0
