@@ -15,6 +15,7 @@ from mlir_rl_tui.agent.explain import FINISH, MORE
 from mlir_rl_tui.agent.policy import evaluate_actions
 from mlir_rl_tui.agent.suggest import DEFAULT_CHECKPOINT, load_policy
 from mlir_rl_tui.engine import Session, load_file
+from mlir_rl_tui.engine.schedule import TILED
 
 
 @pytest.mark.skipif(not os.path.exists(DEFAULT_CHECKPOINT), reason="no shipped policy checkpoint")
@@ -28,7 +29,7 @@ def test_the_shipped_policy_explains_what_it_proposes(name):
         e = pol.explain(sess, k=5, cost_model=model)
         action = pol.decide(sess)
         assert str(action) == e.action == str(pol.action_of(sess, e))  # what it says is what it does
-        logp, masks, value, _ = pol._heads(sess, with_value=True)
+        logp, masks, value, members = pol._heads(sess, with_value=True)
         assert e.value == pytest.approx(value) and math.isfinite(e.value)
         # the proposal's probability is the policy's own: the log-probability PPO and BC train
         t_logp = {k: torch.from_numpy(v)[None] for k, v in logp.items()}
@@ -47,8 +48,14 @@ def test_the_shipped_policy_explains_what_it_proposes(name):
         else:
             assert p[d.kind] == max(p.values())
         rows = [logp["I"]] if d.kind == "I" else list(logp.get(d.kind, []))
-        for param, row in zip(e.params, rows):
-            assert param.p == pytest.approx(math.exp(float(row.max())))
+        n = logp["T"].shape[0]
+        chosen = [int(d.vector[1 + n])] if d.kind == "I" else list(d.vector[1: 1 + n])
+        if pol.decode == "consensus" and d.kind in TILED:  # one member's own vector (the shipped ensemble's rule)
+            assert chosen in [list(m[d.kind].argmax(-1)) for m in members] and d.member is not None
+        else:  # each parameter the most probable of its row
+            assert all(int(row.argmax()) == j for row, j in zip(rows, chosen))
+        for param, row, j in zip(e.params, rows, chosen):  # shown with the ensemble's probability of that choice
+            assert param.p == pytest.approx(math.exp(float(row[j])))
         assert e.proposal.p_params == pytest.approx(math.prod(q.p for q in e.params) if e.params else 1.0)
         assert e.rule()[-1].startswith(f"proposal {e.action}: p = ")
         noted = any("alone is the most probable" in n for n in e.notes())
