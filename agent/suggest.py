@@ -155,8 +155,7 @@ def load_policy(path: str | None = None) -> Policy | None:
         obs = torch.zeros(1, 2 * model.n_features)
         obs[0, 0] = 1.0
         model(obs, with_value=False)
-    decode = meta.get("decode", "grouped")
-    if decode not in DECODES or (decode == "consensus" and not isinstance(model, Ensemble)):
-        raise EngineError(f"{p}: its metadata asks for decode {decode!r}, which this "
-                          f"{'ensemble' if isinstance(model, Ensemble) else 'policy'} cannot use")
-    return Policy(model, meta, p, decode)
+    try:  # the decode rule's checks are Policy's
+        return Policy(model, meta, p, meta.get("decode", "grouped"))
+    except ValueError as e:
+        raise EngineError(f"{p}: its metadata asks for a decoding it cannot use ({e})") from None

@@ -11,7 +11,8 @@ from mlir_rl_tui.commands.common import CliError, add_json, emit
 DESCRIPTION = """Writes OUT, a policy checkpoint holding the policies A, B, ... (2 to 4, of one layout). It schedules
 like one policy (optimize, evaluate, the app's suggestion, train --start-from): at each decision every
 head's distribution is the mean of the members' (agent.policy.Ensemble), so a near-tie that one cloning
-run broke one way and another run the other is decided by all of them. Each member adds about 3 ms to a
+run broke one way and another run the other is decided by all of them; with --decode consensus the tile
+sizes are one member's own (the shipped policy's rule). Each member adds about 3 ms to a
 decision. Training (train --init, --bc-init, PPO) starts from one policy, not from an ensemble: with
 --member K, OUT is the K-th member (from 1) of the one ensemble given (e.g. of the shipped policy)."""
 
