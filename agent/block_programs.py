@@ -13,7 +13,8 @@ the exports in tests/data/torch (the evaluation set), and no draw has the shape 
 structure, other weights); the recipe also drops any program equal to an evaluation one. `--small`
 (`sizes="small"`) draws tiny blocks instead (SIZES), of the sizes where a parallel hand-off costs more than
 the work: the default ranges start above the evaluation's 16x16 pooling. `--sizes aligned` is small with
-poolings whose output rows are multiples of the vector width.
+poolings whose output rows are multiples of the vector width, `--sizes strided` with stride-2 poolings of rows of
+16-32 columns.
 """
 
 from __future__ import annotations
@@ -184,6 +185,12 @@ SIZES: dict[str, dict[str, tuple[list[int], ...]]] = {
 #: tiny training pooling rewarded vectorizing along a row. k2s1: 8, 16, 17, 32; k2s2: 4, 8, 9, 16; k3s2: 4, 8,
 #: 8, 16. None is the evaluation's 16x16.
 SIZES["aligned"] = dict(SIZES["small"], pool=([4, 8, 16], [9, 17, 18, 33], [2, 3], [1, 2]))
+#: "strided": the small table, but poolings of stride 2 only (2x2, and 3x3 padded by 1) over sides 32, 48 and 64
+#: of 4-16 channels: output rows of 16, 24 or 32 columns. The only tiny strided poolings of "small" and
+#: "aligned" whose rows are a multiple of 8 are padded 3x3 windows or 2x2 ones of 16 columns; the policy
+#: vectorized the evaluation's 2x2 stride-2 pooling (8 channels, rows of 8) along the channels, as it does
+#: on small's rows of 5-7 columns. None is the evaluation's 16x16.
+SIZES["strided"] = dict(SIZES["small"], pool=([4, 8, 16], [32, 48, 64], [2, 3], [2]))
 
 
 def draw(rng: np.random.Generator, family: str, sizes: str = "default") -> tuple[str, str, tuple, dict]:

@@ -135,6 +135,19 @@ per decision (docs/agent-training.md, nineteenth session):
     (runs/v35: the same from runs/v31s1 with --seed 1)
     mlir-rl-tui ensemble agent/checkpoints/default.pt runs/v34/default.pt runs/v35/default.pt runs/v37/default.pt
 
+Tried on 2026-11-28, not shipped (E14b, runs/v73-v75; E14c, runs/v76-v78 with --more ... runs/s28/aligned_s29
+minus its three 8-channel 2x2 stride-2 poolings of 17x17): the shipped ensemble's own schedules with the pool rule
+checked on them, plus tiny stride-2 poolings of rows of 16-32 (`block_programs runs/s28/strided_s28 16 28
+--sizes strided pool`), cloned from its members and decided by consensus; they carried the row pattern to a
+stride-1 validation pooling, 1.40x -> 0.58x (docs/agent-training.md, twenty-eighth session):
+
+    mlir-rl-tui ensemble --member K runs/memberK.pt agent/checkpoints/default.pt      # K = 1, 2, 3
+    mlir-rl-tui train --recipe default --teacher hill --out runs/v73 <runs/v69's data options, --more ...
+        runs/s28/strided_s28> --anchor agent/checkpoints/default.pt --prefer-rules 0.97 --rule-groups pool \
+        --bc-init runs/member1.pt --bc-epochs 30 --bc-lr 3e-4 --bc-lr-end 3e-5
+    (runs/v74, v75: --targets-from runs/v73 --prefer-rules 0 from members 2 and 3, seeds 1 and 2)
+    mlir-rl-tui ensemble --decode consensus runs/s28/ens14b.pt runs/v73/default.pt runs/v74/default.pt runs/v75/default.pt
+
 Training starts from one policy: `mlir-rl-tui ensemble --member K OUT agent/checkpoints/default.pt` writes the
 K-th member (1: runs/v34) for --bc-init or --init (PPO) to start from.
 

@@ -111,6 +111,23 @@ def test_aligned_poolings_have_rows_of_the_vector_width():
     assert sum(r % 8 == 0 for r in aligned) >= 0.6 * len(aligned) and 8 in aligned and 16 in aligned
 
 
+def test_strided_poolings_are_stride_2_with_rows_of_whole_vectors():
+    """--sizes strided: the small table with poolings of stride 2 only whose output rows (with the 3x3 window's
+    padding of 1) are 16, 24 or 32 columns, no pooling of the evaluation's 16x16."""
+    from mlir_rl_tui.agent.block_programs import FAMILIES, SIZES, draw
+
+    assert {f: SIZES["strided"][f] for f in FAMILIES if f != "pool"} == {
+        f: SIZES["small"][f] for f in FAMILIES if f != "pool"}
+    rows, kinds = set(), set()
+    for i in range(100):
+        name, _, shape, kw = draw(np.random.default_rng(i), "pool", "strided")
+        assert kw["s"] == 2 and shape[2] == shape[3] != 16, name
+        pad = 1 if kw["k"] == 3 else 0  # as the Pool block pads
+        rows.add((shape[3] + 2 * pad - kw["k"]) // kw["s"] + 1)
+        kinds.add(kw["k"])
+    assert rows == {16, 24, 32} and kinds == {2, 3}
+
+
 def test_the_script_answers_bad_arguments_in_one_line(capsys):
     """`python -m mlir_rl_tui.agent.block_programs` refuses an unknown family or table with a usage line, exit 2."""
     from mlir_rl_tui.agent.block_programs import main
