@@ -69,8 +69,11 @@ def test_a_worker_whose_first_parallel_schedule_folds_away_keeps_both_cores(engi
     assert all(m.ok and m.handoff_us for m in after + alone)
     # The fault lasts the worker's life, so it shows in every request; the VM's slow host state (a hand-off of
     # ~2.3 us against ~1.05, engine.contention) comes and goes, so the fastest of three requests is compared.
-    # A CI run once saw one request of the healthy worker at 2.32 against 1.03.
+    # A CI run once saw one request of the healthy worker at 2.32 against 1.03; another (AMD VM, 2026-11-28) saw
+    # all three requests of the worker under test in the slow state (2.07-2.88 us) and one of the other's out of
+    # it (1.02; its others 1.77-1.91), so the hand-off bound is 3x: the fault's 7x still fails it, the slow
+    # state's 2.2x does not.
     h_after, h_alone = min(m.handoff_us for m in after), min(m.handoff_us for m in alone)
     t_after, t_alone = min(m.time_ms for m in after), min(m.time_ms for m in alone)
-    assert h_after < 2 * h_alone, ([m.handoff_us for m in after], [m.handoff_us for m in alone])
+    assert h_after < 3 * h_alone, ([m.handoff_us for m in after], [m.handoff_us for m in alone])
     assert t_after < 1.5 * t_alone, ([m.time_ms for m in after], [m.time_ms for m in alone])
