@@ -186,10 +186,9 @@ SIZES: dict[str, dict[str, tuple[list[int], ...]]] = {
 #: 8, 16. None is the evaluation's 16x16.
 SIZES["aligned"] = dict(SIZES["small"], pool=([4, 8, 16], [9, 17, 18, 33], [2, 3], [1, 2]))
 #: "strided": the small table, but poolings of stride 2 only (2x2, and 3x3 padded by 1) over sides 32, 48 and 64
-#: of 4-16 channels: output rows of 16, 24 or 32 columns. The only tiny strided poolings of "small" and
-#: "aligned" whose rows are a multiple of 8 are padded 3x3 windows or 2x2 ones of 16 columns; the policy
-#: vectorized the evaluation's 2x2 stride-2 pooling (8 channels, rows of 8) along the channels, as it does
-#: on small's rows of 5-7 columns. None is the evaluation's 16x16.
+#: of 4-16 channels: output rows of 16, 24 or 32 columns. "small"'s strided poolings have rows of 4-7
+#: columns, "aligned"'s padded 3x3 ones rows of 5, 9 or 17; the policy vectorized the evaluation's 2x2 stride-2
+#: pooling (8 channels, rows of 8) along the channels, as it does on small's. None is the evaluation's 16x16.
 SIZES["strided"] = dict(SIZES["small"], pool=([4, 8, 16], [32, 48, 64], [2, 3], [2]))
 
 
