@@ -237,7 +237,7 @@ class DefaultRecipe:
     iterations), vector (rows and V on elementwise ops of 4,096 iterations or more left without V, in a
     target that keeps the baseline too), tiny (T for TF under 4,096 iterations), depthwise (one output pixel
     and 32 channels per tile, 8 per register tile, on NCHW depthwise convolutions), pool (row tiles on NCHW
-    poolings whose output rows are multiples of 8), block (one serial 16x32 register tile and V on 2-D
+    poolings whose output rows are at least 4 wide), block (one serial 16x32 register tile and V on 2-D
     elementwise ops under 4,096 iterations, in place of rows), conv (one output row per register tile, the
     reductions as scalar loops, on NCHW convolutions larger than 1x1 with rows of 8 or more); the shipped
     recipe's: TF+rows serial"""

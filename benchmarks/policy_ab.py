@@ -17,6 +17,10 @@ each is compared with A. Timing-dependent: run with nothing else on the machine.
 `--rows FILE` keeps each finished program's row (JSON lines after a header of the policies' sha256 and the
 rounds) and the same call again measures only the rest: a validation over 155 programs takes hours on a slow
 machine, and a stopped one then loses at most the program in flight.
+`--only-differing` times only the programs the policies schedule differently: one all of them schedule alike
+would score exactly 1.0 in every ratio (the same runs count for each) and cannot be newly under 0.95x, so it
+counts 1.0 in the ratios untimed and is left out of the absolute gmeans (`not_timed` counts them). A validation
+where most schedules agree then takes minutes instead of an hour.
 """
 
 from __future__ import annotations
@@ -39,6 +43,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--json", help="write the rows and the summary here")
     p.add_argument("--rows", help="keep finished rows here; the same call again measures only the rest")
+    p.add_argument("--only-differing", action="store_true",
+                   help="time only programs the policies schedule differently (the rest count 1.0 in the ratios)")
     a = p.parse_args(argv)
     sys.path.insert(0, str(ROOT))
     from mlir_rl_tui.agent.evaluate import RowsError, RowsFile, file_sha256, gmean
@@ -57,7 +63,8 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         kept = ABRows(a.rows, {"policies": {k: file_sha256(path) for k, path in names.items()},
-                               "rounds": a.rounds}) if a.rows else None
+                               "rounds": a.rounds, **({"only_differing": True} if a.only_differing else {})}
+                      ) if a.rows else None
     except RowsError as e:
         print(f"policy_ab: error: {e}", file=sys.stderr)
         return 2
@@ -71,9 +78,16 @@ def main(argv: list[str] | None = None) -> int:
             sched = {k: to_measure(pol.schedule(Session(prog, openmp=eng.openmp)).schedule)
                      for k, pol in policies.items()}
             distinct = list(dict.fromkeys(str(s) for s in sched.values()))
+            if a.only_differing and len(distinct) == 1:
+                row = {"program": path, "sha256": file_sha256(path), "timed": False,
+                       **{f"{k}_schedule": str(s) for k, s in sched.items()}}
+                rows.append(row)
+                if kept:
+                    kept.add(row)
+                continue
             measured = remeasure(eng, prog, list(sched.values()), a.rounds)  # more rounds while split
             runs = speedups(measured)
-            row = {"program": path, "sha256": file_sha256(path), **{k: figure(runs[str(s)]) for k, s in sched.items()},
+            row = {"program": path, "sha256": file_sha256(path), "timed": True, **{k: figure(runs[str(s)]) for k, s in sched.items()},
                    # timings the engine flagged after its retries (engine.contention): other processes on the
                    # cores, or the host keeping them far apart; a sitting with many is not one to decide by
                    "contended": sum(m.contended for ms in measured.values() for m in ms),
@@ -88,22 +102,24 @@ def main(argv: list[str] | None = None) -> int:
                                    for k in names if k != "A")
                 flags = "".join(f"  {row[k]} {k}" for k in ("contended", "far") if row[k])
                 print(f"{pathlib.Path(path).stem:48s} A {row['A']:7.2f}x  {others}{flags}", flush=True)
-    summary = {"programs": len(rows), **{k: gmean([r[k] for r in rows]) for k in names},
-               "failed": {k: sum(1 for r in rows if not r[k]) for k in names},
-               "contended_measurements": sum(r["contended"] for r in rows),
-               "far_measurements": sum(r["far"] for r in rows),
-               "A_below_0.95": [pathlib.Path(r["program"]).stem for r in rows if r["A"] < 0.95]}
+    timed = [r for r in rows if r.get("timed", True)]  # rows of older files have no "timed": all were timed
+    summary = {"programs": len(rows), "not_timed": len(rows) - len(timed),
+               **{k: gmean([r[k] for r in timed]) if timed else None for k in names},
+               "failed": {k: sum(1 for r in timed if not r[k]) for k in names},
+               "contended_measurements": sum(r["contended"] for r in timed),
+               "far_measurements": sum(r["far"] for r in timed),
+               "A_below_0.95": [pathlib.Path(r["program"]).stem for r in timed if r["A"] < 0.95]}
     for k in names:
         if k == "A":
             continue
-        ratios = [r[k] / r["A"] for r in rows if r["A"] and r[k]]
+        ratios = [r[k] / r["A"] for r in timed if r["A"] and r[k]] + [1.0] * (len(rows) - len(timed))
         logs = [math.log(x) for x in ratios]
         summary |= {f"{k}_over_A": math.exp(statistics.mean(logs)) if logs else None,
                     f"{k}_over_A_spread": math.exp(statistics.stdev(logs)) if len(logs) > 1 else None,
                     f"{k}_same_schedule": sum(1 for r in rows if r["A_schedule"] == r[f"{k}_schedule"]),
                     f"{k}_better": sum(1 for x in ratios if x > 1.05),
                     f"A_better_than_{k}": sum(1 for x in ratios if x < 1 / 1.05),
-                    f"{k}_below_0.95": [pathlib.Path(r["program"]).stem for r in rows if r[k] < 0.95]}
+                    f"{k}_below_0.95": [pathlib.Path(r["program"]).stem for r in timed if r[k] < 0.95]}
     print(json.dumps(summary, indent=1))
     if a.json:
         with open(a.json, "w") as f:

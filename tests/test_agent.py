@@ -362,6 +362,40 @@ def test_policy_ab_measures_several_policies_in_the_same_rounds(tmp_path, cache_
     assert s["far_measurements"] == row["far"] >= 0 and s["contended_measurements"] == row["contended"] >= 0
 
 
+def test_policy_ab_only_differing_times_only_programs_scheduled_differently(tmp_path, cache_dir):
+    """benchmarks/policy_ab.py --only-differing: a program every policy schedules alike is not timed (no
+    figures in its row) and counts exactly 1.0 in each ratio; one they schedule differently is timed as
+    without the flag; the absolute gmeans and the under-0.95x lists cover only the timed rows."""
+    from mlir_rl_tui.agent.policy import ActorCritic, PolicyConfig, save
+
+    ab = _policy_ab()
+    torch.manual_seed(0)
+    small = PolicyConfig(hidden=16, layers=1)
+    a, c = ActorCritic(config=small), ActorCritic(config=small)
+    for lin in [c.transformation, *c.tile.values()]:
+        torch.nn.init.normal_(lin.weight, std=1.0)
+    paths = {k: str(tmp_path / f"{k}.pt") for k in "AC"}
+    save(a, paths["A"])
+    save(c, paths["C"])
+    out = tmp_path / "ab.json"
+    progs = [str(SAMPLES / "relu.mlir"), str(SAMPLES / "add.mlir")]
+    assert ab.main(["--a", paths["A"], "--b", paths["A"], "--programs", *progs, "--rounds", "1",
+                    "--only-differing", "--json", str(out)]) == 0
+    got = json.loads(out.read_text())
+    s = got["summary"]
+    assert [r["timed"] for r in got["rows"]] == [False, False] and all("A" not in r for r in got["rows"])
+    assert s["not_timed"] == 2 and s["B_over_A"] == 1.0 and s["A"] is None and s["B_below_0.95"] == []
+    assert ab.main(["--a", paths["A"], "--b", paths["C"], "--programs", *progs, "--rounds", "1",
+                    "--only-differing", "--json", str(out)]) == 0
+    got = json.loads(out.read_text())
+    rows, s = got["rows"], got["summary"]
+    differ = [r["A_schedule"] != r["B_schedule"] for r in rows]
+    assert [r["timed"] for r in rows] == differ and s["not_timed"] == differ.count(False)
+    assert all(r["A"] > 0 and r["B"] > 0 for r in rows if r["timed"])
+    ratios = [r["B"] / r["A"] if r["timed"] else 1.0 for r in rows]
+    assert s["B_over_A"] == pytest.approx(math.exp(sum(map(math.log, ratios)) / len(ratios)))
+
+
 def test_policy_ab_rows_resume_without_measuring_again(tmp_path, cache_dir, capsys):
     """benchmarks/policy_ab.py --rows: a finished program's row is kept and read back (its figure is the file's,
     not a new measurement), a program not in the file is measured and appended; the file of another A/B

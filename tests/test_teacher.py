@@ -233,8 +233,8 @@ def test_rule_variant_gives_nchw_depthwise_convolutions_and_poolings_one_pattern
     """expert.rule_variant's "depthwise" and "pool" rules (train --rule-groups depthwise pool): an NCHW
     depthwise convolution gets one output pixel and up to 32 channels per tile (TP from SERIAL_BELOW
     iterations, T below), 8 channels per register tile, no V; an NCHW pooling whose output rows are
-    multiples of 8 gets a register tile of one output row and V, with an outer TF of one channel from
-    SERIAL_BELOW iterations; a pooling of other rows is left alone. Each variant runs and validates."""
+    at least POOL_MIN_ROW wide gets a register tile of one output row and V, with an outer TF of one channel from
+    SERIAL_BELOW iterations; a pooling of narrower rows is left alone. Each variant runs and validates."""
     from conftest import TORCH
 
     from mlir_rl_tui.agent.expert import rule_variant
@@ -263,9 +263,13 @@ def test_rule_variant_gives_nchw_depthwise_convolutions_and_poolings_one_pattern
     variant, rules = rule_variant(pool, parse("op0: T(1,8,1,8,1,2) T(0,0,1,0,1,0) V; op1: V"), ("pool",))
     assert rules == ["op0: pool"] and to_text(variant) == "op0: T(1,1,1,8,1,0) V; op1: V"
     assert engine.measure(pool, variant).validated
-    odd = program("odd", "pooling_nchw_max", 8, 14, 3, "3x3", "-3.40282347E+38")  # rows of 12: not the rule's
-    kept = parse("op0: T(1,8,1,4,1,1) V; op1: V")
-    assert rule_variant(odd, kept, ("depthwise", "pool")) == (kept, [])
+    odd = program("odd", "pooling_nchw_max", 8, 14, 3, "3x3", "-3.40282347E+38")  # rows of 12: whole
+    variant, rules = rule_variant(odd, parse("op0: T(1,8,1,4,1,1) V; op1: V"), ("depthwise", "pool"))
+    assert rules == ["op0: pool"] and to_text(variant) == "op0: T(1,1,1,0,1,0) V; op1: NT"
+    assert engine.measure(odd, variant).validated
+    narrow = program("narrow", "pooling_nchw_max", 8, 5, 3, "3x3", "-3.40282347E+38")  # rows of 3 < POOL_MIN_ROW
+    kept = parse("op0: T(1,8,1,1,1,1) V; op1: V")
+    assert rule_variant(narrow, kept, ("depthwise", "pool")) == (kept, [])
 
 
 def test_rule_variant_gives_nchw_convolutions_one_row_pattern(engine, tmp_path):
