@@ -128,6 +128,22 @@ def test_strided_poolings_are_stride_2_with_rows_of_whole_vectors():
     assert rows == {16, 24, 32} and kinds == {2, 3}
 
 
+def test_odd_poolings_are_2x2_stride_1_with_rows_of_other_widths():
+    """--sizes odd: the small table with 2x2 stride-1 poolings only, of output rows 13, 15, 19 and 23 columns
+    (not multiples of 8) and 4-16 channels, none of the validation's sides 17 and 18."""
+    from mlir_rl_tui.agent.block_programs import FAMILIES, SIZES, draw
+
+    assert {f: SIZES["odd"][f] for f in FAMILIES if f != "pool"} == {
+        f: SIZES["small"][f] for f in FAMILIES if f != "pool"}
+    rows, channels = set(), set()
+    for i in range(100):
+        name, _, shape, kw = draw(np.random.default_rng(i), "pool", "odd")
+        assert (kw["k"], kw["s"]) == (2, 1) and shape[2] == shape[3] not in (17, 18), name
+        rows.add(shape[3] - 1)
+        channels.add(shape[1])
+    assert rows == {13, 15, 19, 23} and channels == {4, 8, 16}
+
+
 def test_the_script_answers_bad_arguments_in_one_line(capsys):
     """`python -m mlir_rl_tui.agent.block_programs` refuses an unknown family or table with a usage line, exit 2."""
     from mlir_rl_tui.agent.block_programs import main
