@@ -190,10 +190,11 @@ SIZES["aligned"] = dict(SIZES["small"], pool=([4, 8, 16], [9, 17, 18, 33], [2, 3
 #: columns, "aligned"'s padded 3x3 ones rows of 5, 9 or 17; the policy vectorized the evaluation's 2x2 stride-2
 #: pooling (8 channels, rows of 8) along the channels, as it does on small's. None is the evaluation's 16x16.
 SIZES["strided"] = dict(SIZES["small"], pool=([4, 8, 16], [32, 48, 64], [2, 3], [2]))
-#: "odd": the small table, but 2x2 stride-1 poolings of sides 14, 16, 20 and 24, 4-16 channels: output rows of 13,
-#: 15, 19 and 23 columns, where a vector along the row (a length not a multiple of 8) wins at some widths and
-#: loses at others; none is the evaluation's 16x16 of stride 2, none has the validation poolings' sides 17 or 18.
-SIZES["odd"] = dict(SIZES["small"], pool=([4, 8, 16], [14, 16, 20, 24], [2], [1]))
+#: "odd": the small table, but 2x2 stride-1 poolings of sides 12, 14, 20 and 24, 4-16 channels: output rows of 11,
+#: 13, 19 and 23 columns, where a vector along the row (a length not a multiple of 8) wins at some widths and
+#: loses at others; no side is the evaluation's 16 or the validation poolings' 17 and 18. (E15b drew from sides
+#: 14, 16, 20 and 24: docs/agent-training.md, twenty-ninth session.)
+SIZES["odd"] = dict(SIZES["small"], pool=([4, 8, 16], [12, 14, 20, 24], [2], [1]))
 
 
 def draw(rng: np.random.Generator, family: str, sizes: str = "default") -> tuple[str, str, tuple, dict]:
