@@ -148,7 +148,8 @@ stride-1 validation pooling, 1.40x -> 0.58x (docs/agent-training.md, twenty-eigh
     (runs/v74, v75: --targets-from runs/v73 --prefer-rules 0 from members 2 and 3, seeds 1 and 2)
     mlir-rl-tui ensemble --decode consensus runs/s28/ens14b.pt runs/v73/default.pt runs/v74/default.pt runs/v75/default.pt
 
-Tried on 2026-11-28, not shipped (E15, runs/v79-v81; E15b, runs/v82-v84 with --more ... runs/s29/odd_s30): E14b
+Tried on 2026-11-28, not shipped (E15, runs/v79-v81; E15b, runs/v82-v84 with --more ... runs/s29/odd_s30; E15c,
+runs/v85-v87: --targets-from runs/v79 instead of --anchor, --more ... runs/s29/odd2_s30): E14b
 with the pool rule for rows of 4 columns or more (expert.POOL_MIN_ROW), members 2 and 3 given the first run's
 dataset_extra and blocks folders; they took a stride-1 validation pooling of rows of 17 under its baseline
 (docs/agent-training.md, twenty-ninth session).
