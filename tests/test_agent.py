@@ -323,6 +323,22 @@ def test_ppo_rollouts_on_a_local_ray_instance(tmp_path, cache_dir):
     assert len(rows) == 1 and float(rows[0]["charts/valid_rate"]) > 0
 
 
+def _policies_ab(tmp_path) -> dict[str, str]:
+    """Checkpoints for policy_ab: A and B the same small policy, C one of large random weights (other schedules)."""
+    from mlir_rl_tui.agent.policy import ActorCritic, PolicyConfig, save
+
+    torch.manual_seed(0)
+    small = PolicyConfig(hidden=16, layers=1)
+    a, c = ActorCritic(config=small), ActorCritic(config=small)
+    for lin in [c.transformation, *c.tile.values()]:
+        torch.nn.init.normal_(lin.weight, std=1.0)
+    paths = {k: str(tmp_path / f"{k}.pt") for k in "ABC"}
+    save(a, paths["A"])
+    save(a, paths["B"])
+    save(c, paths["C"])
+    return paths
+
+
 def _policy_ab():
     """benchmarks/policy_ab.py as a module (a script, not a package member)."""
     import importlib.util
@@ -338,18 +354,7 @@ def _policy_ab():
 def test_policy_ab_measures_several_policies_in_the_same_rounds(tmp_path, cache_dir):
     """benchmarks/policy_ab.py with --b B C: one row per program, each policy against A; a policy whose
     schedule is A's shares its measurements (ratio exactly 1)."""
-    from mlir_rl_tui.agent.policy import ActorCritic, PolicyConfig, save
-
-    ab = _policy_ab()
-    torch.manual_seed(0)
-    small = PolicyConfig(hidden=16, layers=1)
-    a, c = ActorCritic(config=small), ActorCritic(config=small)
-    for lin in [c.transformation, *c.tile.values()]:
-        torch.nn.init.normal_(lin.weight, std=1.0)
-    paths = {k: str(tmp_path / f"{k}.pt") for k in "ABC"}
-    save(a, paths["A"])
-    save(a, paths["B"])
-    save(c, paths["C"])
+    ab, paths = _policy_ab(), _policies_ab(tmp_path)
     out = tmp_path / "ab.json"
     assert ab.main(["--a", paths["A"], "--b", paths["B"], paths["C"], "--programs", str(SAMPLES / "relu.mlir"),
                     "--rounds", "1", "--json", str(out)]) == 0
@@ -366,20 +371,10 @@ def test_policy_ab_only_differing_times_only_programs_scheduled_differently(tmp_
     """benchmarks/policy_ab.py --only-differing: a program every policy schedules alike is not timed (no
     figures in its row) and counts exactly 1.0 in each ratio; one they schedule differently is timed as
     without the flag; the absolute gmeans and the under-0.95x lists cover only the timed rows."""
-    from mlir_rl_tui.agent.policy import ActorCritic, PolicyConfig, save
-
-    ab = _policy_ab()
-    torch.manual_seed(0)
-    small = PolicyConfig(hidden=16, layers=1)
-    a, c = ActorCritic(config=small), ActorCritic(config=small)
-    for lin in [c.transformation, *c.tile.values()]:
-        torch.nn.init.normal_(lin.weight, std=1.0)
-    paths = {k: str(tmp_path / f"{k}.pt") for k in "AC"}
-    save(a, paths["A"])
-    save(c, paths["C"])
+    ab, paths = _policy_ab(), _policies_ab(tmp_path)
     out = tmp_path / "ab.json"
     progs = [str(SAMPLES / "relu.mlir"), str(SAMPLES / "add.mlir")]
-    assert ab.main(["--a", paths["A"], "--b", paths["A"], "--programs", *progs, "--rounds", "1",
+    assert ab.main(["--a", paths["A"], "--b", paths["B"], "--programs", *progs, "--rounds", "1",
                     "--only-differing", "--json", str(out)]) == 0
     got = json.loads(out.read_text())
     s = got["summary"]
