@@ -211,10 +211,10 @@ def _depthwise_actions(sess: Session, iterations: int) -> list[Action] | None:
 
 
 def _pool_actions(sess: Session, iterations: int) -> list[Action] | None:
-    """POOL_ROW_TILES then V on an NCHW pooling whose output rows are vectors (loops n, c, oh, ow, kh,
-    kw; ow at least POOL_MIN_ROW): a register tile of one output row (32 columns of a multiple of 8, else a row
-    of up to 32 whole) with the window's columns unrolled; from SERIAL_BELOW iterations an outer TF (or TP when the fill cannot fuse) of one channel per
-    tile first. None where the mask refuses them."""
+    """POOL_ROW_TILES then V on an NCHW pooling (loops n, c, oh, ow, kh, kw; ow at least POOL_MIN_ROW): a
+    register tile of one output row (up to 32 columns of a row of a multiple of 8, else a row of up to 32
+    whole) with the window's columns unrolled; from SERIAL_BELOW iterations an outer TF (or TP when the fill
+    cannot fuse) of one channel per tile first. None where the mask refuses them."""
     outer = None
     if iterations >= SERIAL_BELOW:
         outer = _tiled(sess, "TF" if sess.mask().transformation["TF"].allowed else "TP", POOL_ROW_TILES[0])
@@ -267,7 +267,7 @@ DEPTHWISE_TILES = ((1, 1, 1, 32, 0, 0), (1, 1, 1, 8, 1, 1))
 #: to 32 columns, the window's rows one at a time and its columns whole.
 POOL_ROW_TILES = ((1, 1, 0, 0, 0, 0), (1, 1, 1, 32, 1, 0))
 #: The "pool" rule is for poolings whose output rows are at least this wide. Rows of 5-14 columns that are not
-#: multiples of 8 make vectors of that length, and on 2x2 windows they still beat the channel vectors the teacher chose
+#: multiples of 8 make vectors of that length, and on 2x2 windows they still beat the teacher's channel vectors
 #: (AMD VM: 8 channels, rows of 7, 3.28x vs 2.98x; rows of 14, stride 2, 5.26x vs 3.16x); where they lose
 #: (3x3 windows of rows of 10, stride-1 rows of 17) the rule check (train --prefer-rules) keeps them out.
 POOL_MIN_ROW = 4
@@ -333,7 +333,7 @@ def rule_variant(program: Program, schedule: Schedule, rules: tuple[str, ...] = 
       eight programs; the policy's mixture of them ran the evaluation's MobileNet block at 1.2x where this
       pattern on that one op gives 3.1x. Checked on runs/v31's targets (taken on 7 of 8), cloned by
       fine-tuning: shipped (runs/v34, docs/agent-training.md, seventeenth session).
-    - pool (not in RULE_GROUPS): an NCHW pooling whose output rows are at least POOL_MIN_ROW wide gets POOL_ROW_TILES
+    - pool (not in RULE_GROUPS): an NCHW pooling of output rows at least POOL_MIN_ROW wide gets POOL_ROW_TILES
       then V (`_pool_actions`): the torch export's max pooling ran at 3.4x with the policy's schedule, 5.6x
       with this one. Not one pattern for all: taken on 5 of 17 training poolings, 0.43x where the target ran
       1.9-3.3x on stride-1 2x2 poolings of 32-column rows; the policy cloned with it lost on the validation

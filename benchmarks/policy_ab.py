@@ -78,22 +78,17 @@ def main(argv: list[str] | None = None) -> int:
             sched = {k: to_measure(pol.schedule(Session(prog, openmp=eng.openmp)).schedule)
                      for k, pol in policies.items()}
             distinct = list(dict.fromkeys(str(s) for s in sched.values()))
-            if a.only_differing and len(distinct) == 1:
-                row = {"program": path, "sha256": file_sha256(path), "timed": False,
-                       **{f"{k}_schedule": str(s) for k, s in sched.items()}}
-                rows.append(row)
-                if kept:
-                    kept.add(row)
-                continue
-            measured = remeasure(eng, prog, list(sched.values()), a.rounds)  # more rounds while split
-            runs = speedups(measured)
-            row = {"program": path, "sha256": file_sha256(path), "timed": True, **{k: figure(runs[str(s)]) for k, s in sched.items()},
-                   # timings the engine flagged after its retries (engine.contention): other processes on the
-                   # cores, or the host keeping them far apart; a sitting with many is not one to decide by
-                   "contended": sum(m.contended for ms in measured.values() for m in ms),
-                   "far": sum(m.far for ms in measured.values() for m in ms),
-                   **{f"{k}_schedule": str(s) for k, s in sched.items()},
-                   **{f"{k}_spread": [min(runs[str(s)]), max(runs[str(s)])] for k, s in sched.items()}}
+            row = {"program": path, "sha256": file_sha256(path), **{f"{k}_schedule": str(s) for k, s in sched.items()},
+                   "timed": not (a.only_differing and len(distinct) == 1)}
+            if row["timed"]:
+                measured = remeasure(eng, prog, list(sched.values()), a.rounds)  # more rounds while split
+                runs = speedups(measured)
+                row |= {**{k: figure(runs[str(s)]) for k, s in sched.items()},
+                        # timings the engine flagged after its retries (engine.contention): other processes on
+                        # the cores, or the host keeping them far apart; a sitting with many is not one to decide by
+                        "contended": sum(m.contended for ms in measured.values() for m in ms),
+                        "far": sum(m.far for ms in measured.values() for m in ms),
+                        **{f"{k}_spread": [min(runs[str(s)]), max(runs[str(s)])] for k, s in sched.items()}}
             rows.append(row)
             if kept:
                 kept.add(row)
