@@ -14,6 +14,10 @@ the policy did:
    probable (the mean over members of the product of its rows' probabilities). Row by row, the mean of members
    that disagree builds vectors none of them proposed: on a 16-to-64-channel 28x28 convolution, three members
    proposed TP(1,32,4,4,...), TF(1,16,1,0,...) and TF(1,16,4,4,...), and the mean TF(1,32,4,0,...).
+   With decode "vote", the transformation too is the members' own: each member decides it by rule 1 on its own
+   distribution, and one that more than half of them chose is taken (else rule 1 on the mixture decides); the
+   tile sizes are then chosen as with "consensus". The mixture can take what most members rejected: on a
+   stride-1 8-channel pooling, three members chose TF, TF and T (p(T) 0.48, 0.43, 0.69), the mixture T (0.53).
 
 The proposal need not be the most probable single action: NT (no parameters) at 48% beats T at 29% x its tile
 sizes, yet T is proposed when T, TP, TF and I together hold 52%. `Explanation.notes` says so in that case.
@@ -40,8 +44,11 @@ FINISH = ("V", "NT")
 MORE = ("T", "TP", "TF", "I")
 """the group that transforms the op further"""
 GROUP_NAMES = {"finish": "finish the op (V, NT)", "more": "transform it further (T, TP, TF, I)"}
-DECODES = ("grouped", "argmax", "consensus")
-"""decoding rules (module docstring): "consensus" is "grouped" with the tile sizes of one member"""
+DECODES = ("grouped", "argmax", "consensus", "vote")
+"""decoding rules (module docstring): "consensus" is "grouped" with the tile sizes of one member, "vote" is
+"consensus" with the transformation most members chose"""
+MEMBER_DECODES = ("consensus", "vote")
+"""the rules that need each ensemble member's distribution"""
 
 
 @dataclass(frozen=True)
@@ -110,9 +117,12 @@ class Decision:
     masses: dict[str, float]
     """total probability of each group ("finish", "more")"""
     member: int | None = None
-    """with decode "consensus": the member (from 0) whose tile sizes were proposed, and how many members
-    proposed the same vector"""
+    """with decode "consensus" or "vote": the member (from 0) whose tile sizes were proposed, and how many
+    members proposed the same vector"""
     agreeing: int = 0
+    votes: tuple[int, int] | None = None
+    """with decode "vote", when the members' majority chose the transformation: (members that chose it,
+    members)"""
 
 
 @dataclass(frozen=True)
@@ -145,10 +155,14 @@ class Explanation:
         if self.pending:
             placed = ", ".join(f"d{loop}" for loop in self.pending)
             out.append(f"interchange in progress ({placed} placed): only the level pointer is left to choose")
+        elif d.votes is not None:
+            kinds = ", ".join(f"{k} {p:.0%}" for k, p in self.kinds)
+            out.append(f"transformation: {d.kind}, chosen by {d.votes[0]} of {d.votes[1]} members, each by group "
+                       f"then transformation on its own distribution (the mixture: {kinds})")
         elif d.group is not None:
             win, lose = ("more", "finish") if d.group == "more" else ("finish", "more")
             out.append(f"group: {GROUP_NAMES[win]} {d.masses[win]:.0%} > {GROUP_NAMES[lose]} {d.masses[lose]:.0%}")
-        if not self.pending:
+        if not self.pending and d.votes is None:
             how = "the most probable" + (" of its group" if d.group else "")
             kinds = ", ".join(f"{k} {p:.0%}" for k, p in self.kinds)
             out.append(f"transformation: {how}: {d.kind} ({kinds})")
@@ -187,7 +201,8 @@ class Explanation:
     def to_json(self) -> dict:
         d = asdict(self)
         d["decision"] = {"kind": self.decision.kind, "group": self.decision.group, "masses": self.decision.masses,
-                         "member": self.decision.member, "agreeing": self.decision.agreeing}
+                         "member": self.decision.member, "agreeing": self.decision.agreeing,
+                         "votes": self.decision.votes}
         d["rule"], d["notes"] = self.rule(), self.notes()
         for c in d["top"] + [d["proposal"]]:
             c["joint"] = c["p_kind"] * c["p_params"]
@@ -197,14 +212,14 @@ class Explanation:
 # ----------------------------------------------------------------------------------------------
 def decide(logp: dict[str, np.ndarray], masks: dict[str, np.ndarray], decode: str = "grouped",
            pending: bool = False, members: list[dict[str, np.ndarray]] | None = None) -> Decision:
-    """The decoding rule (module docstring): the transformation (by group first with "grouped" and
-    "consensus"), then the most probable parameter of each of its heads, or with "consensus" the members'
-    most probable tile vector. `logp`: masked log-probabilities of one state per head (an ensemble's: the
+    """The decoding rule (module docstring): the transformation (by group first with "grouped",
+    "consensus" and "vote"; with "vote" the one most members chose), then the most probable parameter of each
+    of its heads, or with "consensus" and "vote" the members' most probable tile vector. `logp`: masked log-probabilities of one state per head (an ensemble's: the
     mixture's); `members`: each member's, which "consensus" needs."""
     if decode not in DECODES:
         raise ValueError(f"decode must be one of {', '.join(DECODES)}, not {decode!r}")
-    if decode == "consensus" and not members:
-        raise ValueError("consensus decoding needs the members' log-probabilities")
+    if decode in MEMBER_DECODES and not members:
+        raise ValueError(f"{decode} decoding needs the members' log-probabilities")
     allowed = [k for k in TRANSFORMATIONS if masks["transformation"][TRANSFORMATIONS.index(k)]]
     p = {k: float(np.exp(logp["transformation"][TRANSFORMATIONS.index(k)])) for k in allowed}
     masses = {"finish": sum(p[k] for k in allowed if k in FINISH), "more": sum(p[k] for k in allowed if k in MORE)}
@@ -215,17 +230,24 @@ def decide(logp: dict[str, np.ndarray], masks: dict[str, np.ndarray], decode: st
         group = "more" if masses["more"] > masses["finish"] else "finish"
         pool = [k for k in allowed if k in (MORE if group == "more" else FINISH)]
     kind = max(pool, key=lambda k: (p[k], -TRANSFORMATIONS.index(k)))
+    votes = None
+    if decode == "vote" and not pending:
+        chosen = [decide(m, masks, "grouped", pending).kind for m in members or []]
+        top = max(chosen, key=lambda k: (chosen.count(k), k == kind))
+        if 2 * chosen.count(top) > len(chosen):
+            kind, votes = top, (chosen.count(top), len(chosen))
+            group = None if group is None else ("more" if kind in MORE else "finish")
     n = logp["T"].shape[0]
     v = np.zeros(2 + n, np.int64)
     v[0] = TRANSFORMATIONS.index(kind)
     member, agreeing = None, 0
-    if kind in TILED and decode == "consensus":
+    if kind in TILED and decode in MEMBER_DECODES:
         v[1: 1 + n], member, agreeing = consensus_sizes([m[kind] for m in members or []])
     elif kind in TILED:
         v[1: 1 + n] = logp[kind].argmax(-1)
     elif kind == "I":
         v[1 + n] = int(logp["I"].argmax())
-    return Decision(v, kind, group, masses, member, agreeing)
+    return Decision(v, kind, group, masses, member, agreeing, votes)
 
 
 def consensus_sizes(heads: list[np.ndarray]) -> tuple[np.ndarray, int, int]:
@@ -346,7 +368,7 @@ def explain(session, logp: dict[str, np.ndarray], masks: dict[str, np.ndarray], 
             ) -> Explanation:
     """The explanation of one decision (module docstring). `logp` and `masks`: one state's masked
     log-probabilities and masks per head; `value`: the critic's output for that state; `members`: each
-    ensemble member's log-probabilities (decode "consensus")."""
+    ensemble member's log-probabilities (decode "consensus" or "vote")."""
     d = decide(logp, masks, decode, bool(session.pending), members)
     proposal_action = _label(session, d.vector, interchange)
     mask = session.mask()

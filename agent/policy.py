@@ -316,7 +316,7 @@ class Ensemble(nn.Module):
 
     def member_outputs(self, obs: torch.Tensor, with_value: bool = True
                        ) -> list[tuple[dict[str, torch.Tensor], torch.Tensor | None]]:
-        """Each member's (logits, value): what "consensus" decoding (agent.explain.decide) chooses among."""
+        """Each member's (logits, value): what "consensus" and "vote" decoding (agent.explain.decide) chooses among."""
         return [m(obs, with_value) for m in self.members]
 
     @staticmethod

@@ -14,7 +14,7 @@ import time
 import numpy as np
 import torch
 
-from mlir_rl_tui.agent.explain import DECODES, CostModel, Explanation, LevelPointer, decide, explain
+from mlir_rl_tui.agent.explain import DECODES, MEMBER_DECODES, CostModel, Explanation, LevelPointer, decide, explain
 from mlir_rl_tui.agent.policy import ActorCritic, Ensemble, distribution, load, masks_for
 from mlir_rl_tui.engine.actions import to_action
 from mlir_rl_tui.engine.errors import EngineError, ScheduleError
@@ -25,14 +25,14 @@ DEFAULT_CHECKPOINT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "c
 
 class Policy:
     """A trained ActorCritic (or Ensemble) used greedily; every decision's inference time is kept in
-    `decision_ms`. `decode`: agent.explain's rule; "consensus" needs an Ensemble."""
+    `decision_ms`. `decode`: agent.explain's rule; "consensus" and "vote" need an Ensemble."""
 
     def __init__(self, model: ActorCritic | Ensemble, meta: dict | None = None, path: str | None = None,
                  decode: str = "grouped") -> None:
         if decode not in DECODES:
             raise ValueError(f"decode must be one of {', '.join(DECODES)}, not {decode!r}")
-        if decode == "consensus" and not isinstance(model, Ensemble):
-            raise ValueError("consensus decoding chooses among an ensemble's members: this is one policy")
+        if decode in MEMBER_DECODES and not isinstance(model, Ensemble):
+            raise ValueError(f"{decode} decoding chooses among an ensemble's members: this is one policy")
         self.decode = decode
         self.model = model.eval()
         self.meta = meta or {}
@@ -47,7 +47,7 @@ class Policy:
     def _heads(self, session, with_value: bool = False
                ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], float | None, list | None]:
         """One forward pass: masked log-probabilities and masks per head (numpy), the critic's value, and
-        with decode "consensus" each member's masked log-probabilities."""
+        with decode "consensus" or "vote" each member's masked log-probabilities."""
         if session.done:
             raise ScheduleError("every op is already finished")
         m = self.model
@@ -59,7 +59,7 @@ class Policy:
             return {k: v[0].numpy() for k, v in distribution(logits, t_masks).items()}
 
         members = None
-        if self.decode == "consensus":
+        if self.decode in MEMBER_DECODES:
             outs = m.member_outputs(obs, with_value)
             members = [masked(lg) for lg, _ in outs]
             logits, value = Ensemble.mix(outs)

@@ -152,3 +152,30 @@ def test_a_consensus_ensemble_proposes_one_members_tile_sizes_at_every_step(tmp_
     save(member(0), str(tmp_path / "one.pt"), {"decode": "consensus"})
     with pytest.raises(EngineError, match="decoding it cannot use .*consensus decoding chooses among an ensemble"):
         load_policy(str(tmp_path / "one.pt"))
+
+
+def test_a_vote_ensemble_takes_the_transformation_most_members_chose_at_every_step(tmp_path, matmul):
+    """`ensemble --decode vote` on a real program: at each step the transformation taken is the one more than
+    half of the members chose on their own (agent.explain.decide), whatever the mixture says."""
+    from mlir_rl_tui.agent.explain import decide
+
+    paths = [str(tmp_path / f"{i}.pt") for i in range(3)]
+    for i, p in enumerate(paths):
+        save(member(i), p)
+    r = cli("ensemble", "--decode", "vote", str(tmp_path / "v.pt"), *paths)
+    assert r.returncode == 0 and "(decode vote)" in r.stdout, r.stderr
+    pol = load_policy(str(tmp_path / "v.pt"))
+    assert pol.decode == "vote"
+    sess, steps = Session(matmul), 0
+    while not sess.done:
+        _, masks, _, members = pol._heads(sess)
+        own = [decide(m, masks, "grouped", bool(sess.pending)).kind for m in members]
+        e = pol.explain(sess)
+        top = max(set(own), key=own.count)
+        if not sess.pending and 2 * own.count(top) > len(own):
+            assert e.decision.kind == top and e.decision.votes == (own.count(top), 3)
+            steps += 1
+        sess = pol.step(sess)
+    assert steps >= 1
+    with pytest.raises(ValueError, match="vote decoding chooses among an ensemble"):
+        Policy(load(paths[0])[0], decode="vote")

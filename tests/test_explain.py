@@ -160,3 +160,30 @@ def test_consensus_decoding_proposes_a_members_tile_vector_never_a_mix_of_them(m
     assert d.kind == "NT" and d.member is None
     with pytest.raises(ValueError, match="members"):
         decide(mix, masks, "consensus")
+
+
+def test_vote_decoding_takes_the_transformation_most_members_chose_not_the_mixtures(matmul):
+    """The mixture can take what most members rejected (the stride-1 pooling of agent.explain's docstring):
+    two members choose T (0.52, 0.57), one TP (0.69); the mixture's TP = (0.48 + 0.43 + 0.69) / 3 = 0.53 leads,
+    and "consensus" takes it; "vote" takes T, with the tile vector the members find most probable."""
+    sess = Session(matmul)
+    sizes = {"T": [{4: 1.0}, {32: 1.0}, {32: 1.0}], "TP": [{64: 1.0}, {64: 1.0}]}
+    members = [fake_heads(sess, {"T": pt, "TP": 1 - pt}, sizes)[0] for pt in (0.52, 0.57, 0.31)]
+    masks = fake_heads(sess, {"T": 1.0}, sizes)[1]
+    mix = _mixture(members)
+    assert decide(mix, masks, "consensus", members=members).kind == "TP"
+    e = explain(sess, mix, masks, decode="vote", members=members)
+    assert e.action == "T(4,32,32)" and e.decision.votes == (2, 3) and e.decision.agreeing == 3
+    assert "transformation: T, chosen by 2 of 3 members" in "\n".join(e.rule())
+    assert tuple(e.to_json()["decision"]["votes"]) == (2, 3)
+    # across groups: two members finish (NT 0.55), one transforms (T 0.95); the mixture's "more" is 0.62
+    members = [fake_heads(sess, {"NT": pn, "T": 1 - pn}, sizes)[0] for pn in (0.55, 0.55, 0.05)]
+    assert decide(_mixture(members), masks, "consensus", members=members).kind == "T"
+    d = decide(_mixture(members), masks, "vote", members=members)
+    assert (d.kind, d.group, d.votes, d.member) == ("NT", "finish", (2, 3), None)
+    # no majority (one member each way): the mixture's rule decides, as with "consensus"
+    two = members[1:]
+    d = decide(_mixture(two), masks, "vote", members=two)
+    assert d.kind == "T" and d.votes is None
+    with pytest.raises(ValueError, match="vote decoding needs the members"):
+        decide(mix, masks, "vote")
