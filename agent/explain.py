@@ -149,6 +149,12 @@ class Explanation:
     def most_probable(self) -> Candidate:
         return max(self.top, key=lambda c: c.joint)
 
+    def heading(self) -> str:
+        """How the decision was made, in one line (the panel's heading for `rule`)."""
+        if self.decision.votes is not None:
+            return "why: the members' vote on the transformation, then its parameters"
+        return "why: the group, then the transformation, then its parameters"
+
     def rule(self) -> list[str]:
         """The decision in words, one sentence per step: group, transformation, parameters, the proposal."""
         d, out = self.decision, []
@@ -158,7 +164,7 @@ class Explanation:
         elif d.votes is not None:
             kinds = ", ".join(f"{k} {p:.0%}" for k, p in self.kinds)
             out.append(f"transformation: {d.kind}, chosen by {d.votes[0]} of {d.votes[1]} members, each by group "
-                       f"then transformation on its own distribution (the mixture: {kinds})")
+                       f"then transformation (the mixture: {kinds})")
         elif d.group is not None:
             win, lose = ("more", "finish") if d.group == "more" else ("finish", "more")
             out.append(f"group: {GROUP_NAMES[win]} {d.masses[win]:.0%} > {GROUP_NAMES[lose]} {d.masses[lose]:.0%}")

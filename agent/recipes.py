@@ -154,6 +154,18 @@ with the pool rule for rows of 4 columns or more (expert.POOL_MIN_ROW), members 
 dataset_extra and blocks folders; they took a stride-1 validation pooling of rows of 17 under its baseline
 (docs/agent-training.md, twenty-ninth session).
 
+Shipped since 2026-11-29, thirtieth session: E15d, E15c's members (runs/v85-v87) deciding by vote (the
+transformation more than half of the members chose, each on its own distribution; agent/explain.py), 1.032 of
+E13c on the 155 validation programs, nothing newly under 0.95x (docs/agent-training.md, thirtieth session):
+
+    mlir-rl-tui train --recipe default --teacher hill --out runs/v85 <runs/v79's data options, --more ...
+        runs/s29/odd2_s30> --targets-from runs/v79 --prefer-rules 0.97 --rule-groups pool \
+        --bc-init runs/member1.pt --bc-epochs 30 --bc-lr 3e-4 --bc-lr-end 3e-5
+    (runs/v86, v87: --targets-from runs/v85 from members 2 and 3, seeds 1 and 2, runs/v85's dataset_extra and
+    blocks folders copied in first)
+    mlir-rl-tui ensemble --decode vote agent/checkpoints/default.pt runs/v85/default.pt runs/v86/default.pt \
+        runs/v87/default.pt
+
 Training starts from one policy: `mlir-rl-tui ensemble --member K OUT agent/checkpoints/default.pt` writes the
 K-th member (1: runs/v34) for --bc-init or --init (PPO) to start from.
 

@@ -175,6 +175,7 @@ def test_vote_decoding_takes_the_transformation_most_members_chose_not_the_mixtu
     e = explain(sess, mix, masks, decode="vote", members=members)
     assert e.action == "T(4,32,32)" and e.decision.votes == (2, 3) and e.decision.agreeing == 3
     assert "transformation: T, chosen by 2 of 3 members" in "\n".join(e.rule())
+    assert e.heading() == "why: the members' vote on the transformation, then its parameters"
     assert tuple(e.to_json()["decision"]["votes"]) == (2, 3)
     # across groups: two members finish (NT 0.55), one transforms (T 0.95); the mixture's "more" is 0.62
     members = [fake_heads(sess, {"NT": pn, "T": 1 - pn}, sizes)[0] for pn in (0.55, 0.55, 0.05)]

@@ -11,7 +11,7 @@ import torch
 from conftest import SAMPLES
 from fake_heads import FakeCostModel
 
-from mlir_rl_tui.agent.explain import FINISH, MORE
+from mlir_rl_tui.agent.explain import FINISH, MEMBER_DECODES, MORE, decide
 from mlir_rl_tui.agent.policy import evaluate_actions
 from mlir_rl_tui.agent.suggest import DEFAULT_CHECKPOINT, load_policy
 from mlir_rl_tui.engine import Session, load_file
@@ -40,7 +40,10 @@ def test_the_shipped_policy_explains_what_it_proposes(name):
         # every parameter is its row's most probable choice
         p = dict(e.kinds)
         d = e.decision
-        if d.group is not None:
+        if d.votes is not None:  # decode "vote": more than half of the members chose it, each by the rule
+            own = [decide(m, masks, "grouped", bool(sess.pending)).kind for m in members]
+            assert d.votes == (own.count(d.kind), len(members)) and 2 * d.votes[0] > d.votes[1]
+        elif d.group is not None:
             other = "finish" if d.group == "more" else "more"
             assert d.masses[d.group] >= d.masses[other]
             pool = MORE if d.group == "more" else FINISH
@@ -50,7 +53,7 @@ def test_the_shipped_policy_explains_what_it_proposes(name):
         rows = [logp["I"]] if d.kind == "I" else list(logp.get(d.kind, []))
         n = logp["T"].shape[0]
         chosen = [int(d.vector[1 + n])] if d.kind == "I" else list(d.vector[1: 1 + n])
-        if pol.decode == "consensus" and d.kind in TILED:  # one member's own vector (the shipped ensemble's rule)
+        if pol.decode in MEMBER_DECODES and d.kind in TILED:  # one member's own vector (the shipped ensemble's rule)
             assert chosen in [list(m[d.kind].argmax(-1)) for m in members] and d.member is not None
         else:  # each parameter the most probable of its row
             assert all(int(row.argmax()) == j for row, j in zip(rows, chosen))

@@ -50,7 +50,7 @@ def render_suggestion(action: str, top: list[tuple[str, float]], why: Explanatio
     value = Text(why.value_text(), style="green" if why.value is not None else "dim")
     legend = Text("p: p(transformation) x p(parameters); predicted: the cost model's speedup of the schedule "
                   "with that action", style="dim")
-    return Group(head, Text("why: the group, then the transformation, then its parameters", style="dim"), *rule,
+    return Group(head, Text(why.heading(), style="dim"), *rule,
                  Text(""), t, legend, Text(""), value)
 
 
