@@ -218,10 +218,10 @@ class Explanation:
 # ----------------------------------------------------------------------------------------------
 def decide(logp: dict[str, np.ndarray], masks: dict[str, np.ndarray], decode: str = "grouped",
            pending: bool = False, members: list[dict[str, np.ndarray]] | None = None) -> Decision:
-    """The decoding rule (module docstring): the transformation (by group first with "grouped",
-    "consensus" and "vote"; with "vote" the one most members chose), then the most probable parameter of each
-    of its heads, or with "consensus" and "vote" the members' most probable tile vector. `logp`: masked log-probabilities of one state per head (an ensemble's: the
-    mixture's); `members`: each member's, which "consensus" needs."""
+    """The decoding rule (module docstring): the transformation (by group first; with "vote" the one most
+    members chose that way), then the most probable parameter of each of its heads, or with "consensus" and
+    "vote" the members' most probable tile vector. `logp`: masked log-probabilities of one state per head (an
+    ensemble's: the mixture's); `members`: each member's, which "consensus" and "vote" need."""
     if decode not in DECODES:
         raise ValueError(f"decode must be one of {', '.join(DECODES)}, not {decode!r}")
     if decode in MEMBER_DECODES and not members:
