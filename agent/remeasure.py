@@ -6,7 +6,10 @@ seconds to a minute that the far-cores probe (engine.contention) does not see: i
 convolution's schedule ran 45x, 99x, 45x where three sittings before had measured it at 103-106x, and hill
 climbing's schedule beside it 44x, 112x, 113x (docs/agent-training.md). So while a schedule's runs are split
 (its slowest run over its fastest above SPLIT), another round of all of them follows, up to `max_rounds`
-(default 2 x rounds + 1).
+(default 2 x rounds + 1). So it does while every run of a schedule is far (the probe saw the host's far-cores
+state, engine.contention, around each of them: such runs agree with each other and are not a split): in a
+sitting of 2026-11-29 hill climbing's parallel schedule of the sample max pooling ran 1.81x, 1.59x, 1.59x,
+5 of that program's timings flagged far, where the same schedule alone took 3.84-3.92x afterwards.
 
 A schedule's figure is its fastest run (`figure`), and the untransformed program's time in the sitting is
 the fastest of the baselines timed beside the runs (`pooled_baseline`): noise on this machine only ever
@@ -32,15 +35,21 @@ def split(runs: list[Measurement]) -> bool:
     return len(ts) > 1 and max(ts) > SPLIT * min(ts)
 
 
+def all_far(runs: list[Measurement]) -> bool:
+    """Every successful run of one schedule was timed in the far-cores state (none to trust as its figure)."""
+    ok = [m for m in runs if m.ok]
+    return bool(ok) and all(m.far for m in ok)
+
+
 def remeasure(engine: Engine, program: Program, schedules: list[Schedule], rounds: int = 3,
               max_rounds: int | None = None) -> dict[str, list[Measurement]]:
     """Every distinct schedule (by its text) measured fresh, interleaved, `rounds` rounds, then more rounds
-    while any is split, up to `max_rounds` (2 x rounds + 1 when None): {schedule text: its runs}."""
+    while any is split or all far, up to `max_rounds` (2 x rounds + 1 when None): {schedule text: its runs}."""
     by_text = {to_text(s): s for s in schedules}
     runs: dict[str, list[Measurement]] = {t: [] for t in by_text}
     limit = max(rounds, 2 * rounds + 1 if max_rounds is None else max_rounds)
     done = 0
-    while done < rounds or (done < limit and any(split(ms) for ms in runs.values())):
+    while done < rounds or (done < limit and any(split(ms) or all_far(ms) for ms in runs.values())):
         for text, sched in by_text.items():
             runs[text].append(engine.measure(program, sched, use_cache=False))
         done += 1

@@ -4,21 +4,21 @@ evaluate's and the teacher's tests run it on real MLIR)."""
 
 from __future__ import annotations
 
-from mlir_rl_tui.agent.remeasure import SPLIT, figure, pooled_baseline, remeasure, speedups, split
+from mlir_rl_tui.agent.remeasure import SPLIT, all_far, figure, pooled_baseline, remeasure, speedups, split
 from mlir_rl_tui.engine import Measurement, Schedule, parse, to_text
 
 
-def run(time_ms: float, baseline_ms: float = 10.0) -> Measurement:
+def run(time_ms: float, baseline_ms: float = 10.0, far: bool = False) -> Measurement:
     if not time_ms:
         return Measurement(status="crash", schedule="")
     return Measurement(status="ok", schedule="", time_ms=time_ms, baseline_ms=baseline_ms,
-                       speedup=baseline_ms / time_ms)
+                       speedup=baseline_ms / time_ms, far=far)
 
 
 class Scripted:
     """An engine whose fresh measurements of each schedule are the given (time, paired baseline) in turn."""
 
-    def __init__(self, script: dict[str, list[tuple[float, float]]]) -> None:
+    def __init__(self, script: dict[str, list[tuple]]) -> None:
         self.left = {k: list(v) for k, v in script.items()}
         self.calls: list[tuple[str, bool]] = []
 
@@ -87,3 +87,25 @@ def test_figures_share_the_sittings_baseline():
 def test_split_is_beyond_the_factor_and_failures_are_not_a_split():
     assert not split([run(1.0), run(SPLIT * 0.99)]) and split([run(1.0), run(SPLIT * 1.01)])
     assert not split([run(1.0), run(0.0), run(1.05)]) and not split([run(0.0), run(0.0)])
+
+
+def test_a_schedule_whose_runs_were_all_far_gets_more_rounds():
+    """The sample max pooling's hill-climbing schedule in one sitting: 1.81x, 1.59x, 1.59x, timed in the
+    far-cores state, steady enough not to be a split (so three rounds ended it); alone, near, 3.84-3.92x."""
+    slow, near = 10.0 / 1.81, 10.0 / 3.9
+    eng = Scripted({to_text(A): [(slow, 10.0, True)] * 3 + [(near, 10.0, False)] * 4,
+                    to_text(B): [(2.3, 10.0)] * 7})
+    runs = remeasure(eng, None, [A, B], rounds=3)
+    assert [len(v) for v in runs.values()] == [7, 7]  # a fourth round; then far and near runs are a split
+    assert figure(speedups(runs)[to_text(A)]) == 10.0 / near
+    eng = Scripted({to_text(A): [(slow, 10.0, True)] * 7, to_text(B): [(2.3, 10.0)] * 7})
+    runs = remeasure(eng, None, [A, B], rounds=3)  # a far state that outlasts the rounds: the fastest run
+    assert [len(v) for v in runs.values()] == [7, 7] and figure(speedups(runs)[to_text(A)]) == 10.0 / slow
+    eng = Scripted({to_text(A): [(near, 10.0, True), (near, 10.0, False), (near, 10.0, True)],
+                    to_text(B): [(2.3, 10.0)] * 3})
+    assert [len(v) for v in remeasure(eng, None, [A, B], rounds=3).values()] == [3, 3]  # one near run is enough
+
+
+def test_all_far_needs_every_successful_run_far():
+    assert all_far([run(1.0, far=True), run(0.0), run(1.1, far=True)])
+    assert not all_far([run(1.0, far=True), run(1.1)]) and not all_far([run(0.0)]) and not all_far([])
