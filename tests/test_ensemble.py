@@ -123,19 +123,26 @@ def test_the_ensemble_command(tmp_path):
         assert not (tmp_path / os.path.basename(bad[2])).exists()
 
 
+def _decoding_ensemble(tmp_path, decode: str) -> tuple[list[str], Policy]:
+    """Three members' checkpoints and the ensemble `mlir-rl-tui ensemble --decode DECODE` makes of them, loaded
+    as the product loads it: the checkpoint says how it decodes."""
+    paths = [str(tmp_path / f"{i}.pt") for i in range(3)]
+    for i, p in enumerate(paths):
+        save(member(i), p)
+    r = cli("ensemble", "--decode", decode, str(tmp_path / f"{decode}.pt"), *paths)
+    assert r.returncode == 0 and f"(decode {decode})" in r.stdout, r.stderr
+    pol = load_policy(str(tmp_path / f"{decode}.pt"))
+    assert pol.decode == decode and pol.meta["decode"] == decode
+    return paths, pol
+
+
 def test_a_consensus_ensemble_proposes_one_members_tile_sizes_at_every_step(tmp_path, matmul):
     """`ensemble --decode consensus`: the checkpoint says how it decodes, and each tiled action it takes on a
     real program carries the tile vector one of its members would have taken (agent.explain.consensus_sizes)."""
     from mlir_rl_tui.engine.errors import EngineError
     from mlir_rl_tui.engine.schedule import TILED
 
-    paths = [str(tmp_path / f"{i}.pt") for i in range(3)]
-    for i, p in enumerate(paths):
-        save(member(i), p)
-    r = cli("ensemble", "--decode", "consensus", str(tmp_path / "c.pt"), *paths)
-    assert r.returncode == 0 and "(decode consensus)" in r.stdout, r.stderr
-    pol = load_policy(str(tmp_path / "c.pt"))
-    assert pol.decode == "consensus" and load_policy(str(tmp_path / "c.pt")).meta["decode"] == "consensus"
+    paths, pol = _decoding_ensemble(tmp_path, "consensus")
     sess, tiled = Session(matmul), 0
     while not sess.done:
         logp, masks, _, members = pol._heads(sess)
@@ -159,13 +166,7 @@ def test_a_vote_ensemble_takes_the_transformation_most_members_chose_at_every_st
     half of the members chose on their own (agent.explain.decide), whatever the mixture says."""
     from mlir_rl_tui.agent.explain import decide
 
-    paths = [str(tmp_path / f"{i}.pt") for i in range(3)]
-    for i, p in enumerate(paths):
-        save(member(i), p)
-    r = cli("ensemble", "--decode", "vote", str(tmp_path / "v.pt"), *paths)
-    assert r.returncode == 0 and "(decode vote)" in r.stdout, r.stderr
-    pol = load_policy(str(tmp_path / "v.pt"))
-    assert pol.decode == "vote"
+    paths, pol = _decoding_ensemble(tmp_path, "vote")
     sess, steps = Session(matmul), 0
     while not sess.done:
         _, masks, _, members = pol._heads(sess)
