@@ -12,7 +12,7 @@ DESCRIPTION = """Writes OUT, a policy checkpoint holding the policies A, B, ... 
 like one policy (optimize, evaluate, the app's suggestion, train --start-from): at each decision every
 head's distribution is the mean of the members' (agent.policy.Ensemble), so a near-tie that one cloning
 run broke one way and another run the other is decided by all of them; with --decode consensus the tile
-sizes are one member's own (the shipped policy's rule), and with --decode vote the transformation too is
+sizes are one member's own, and with --decode vote (the shipped policy's rule) the transformation too is
 the one most members chose. Each member adds about 3 ms to a
 decision. Training (train --init, --bc-init, PPO) starts from one policy, not from an ensemble: with
 --member K, OUT is the K-th member (from 1) of the one ensemble given (e.g. of the shipped policy)."""
