@@ -370,23 +370,48 @@ def walk(program: Program, schedule: Schedule, limits: Limits = DEFAULT_LIMITS, 
             states[o.id] = new
 
 
+def untiled_covering(st: OpState, action: Action) -> tuple[int, ...]:
+    """The tile sizes of a T, TP or TF with every size that covers its loop (extent 8 tiled by 8, a loop of
+    extent 1 tiled by 1) as 0: such a size tiles nothing, and the transforms never make a loop for it.
+
+    MLIR would make a loop of one iteration for each covering size. Inside a reduction's tile loop such
+    loops keep the accumulator out of registers (`T(8,32,1) T(8,32,1) V` on a 16x768x768 matmul: 2.65x
+    slower than `T(8,32,1) V`). In an scf.forall, canonicalization folds the one-iteration dimension into a
+    constant offset, and MLIR's slice canonicalizer then re-infers a rank-reduced slice by dropping the
+    leading unit dimension instead of the one the slice dropped: a decomposed convolution's 1x4x1 output
+    tile is written as 4x1x1 (`T(1,4,2,0,4,1,0) TP(1,4,1,1,0,0,0) V` on a 1x32x28x28 NCHW convolution:
+    a wrong result; fixed upstream in LLVM after 22.1)."""
+    return tuple(0 if pos >= st.n_loops or s >= st.extents[st.loop_at(pos)] else s
+                 for pos, s in enumerate(action.params))
+
+
+def applied(st: OpState, action: Action) -> Action:
+    """The action as the transforms apply it: covering tile sizes as 0 (`untiled_covering`). A TF whose
+    every size covers stays as it is: it makes no tile, but it still fuses the producer into the tiles the
+    consumer is in (the transforms' `tile_fuse`)."""
+    if action.kind not in TILED:
+        return action
+    sizes = untiled_covering(st, action)
+    if sizes == action.params or (action.kind == "TF" and not any(sizes)):
+        return action
+    return Action(action.kind, sizes)
+
+
 def tiles_nothing(st: OpState, action: Action) -> bool:
-    """A T whose every size is 0 or covers its loop (extent 8 tiled by 8): no loop of two iterations or more,
-    the state as before. MLIR would still make a loop of one iteration for each covering size, and such
-    loops inside a reduction's tile loop keep the accumulator out of registers (`T(8,32,1) T(8,32,1) V` on a
-    16x768x768 matmul: 2.65x slower than `T(8,32,1) V`), so the transforms emit nothing for it."""
-    return action.kind == "T" and all(
-        s == 0 or s >= st.extents[st.loop_at(pos)] for pos, s in enumerate(action.params) if pos < st.n_loops)
+    """A T or TP whose every size is 0 or covers its loop: no loop of two iterations or more, the state
+    as before, and the transforms emit nothing for it (see `untiled_covering`)."""
+    return action.kind in ("T", "TP") and not any(untiled_covering(st, action))
 
 
 def effective(program: Program, schedule: Schedule, limits: Limits = DEFAULT_LIMITS,
               openmp: bool = True) -> Schedule:
-    """The schedule as the transforms apply it: without NT and without T levels that tile nothing. Two
-    schedules with the same effective form are the same code (measured and cached as one)."""
+    """The schedule as the transforms apply it: without NT, without tilings that tile nothing, and with
+    covering tile sizes as 0 (`applied`). Two schedules with the same effective form are the same code
+    (measured and cached as one)."""
     ops: dict[str, list[Action]] = {k: [] for k in schedule.ops}
     for st, a in walk(program, schedule, limits, openmp, check=False):
         if a.kind != "NT" and not tiles_nothing(st, a):
-            ops[st.op.id].append(a)
+            ops[st.op.id].append(applied(st, a))
     return Schedule(ops)
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from mlir_rl_tui.engine.config import DEFAULT_LIMITS, Limits
-from mlir_rl_tui.engine.mask import OpState, tiles_nothing, walk
+from mlir_rl_tui.engine.mask import OpState, applied, tiles_nothing, untiled_covering, walk
 from mlir_rl_tui.engine.program import TAG, Program
 from mlir_rl_tui.engine.schedule import Schedule
 
@@ -79,16 +79,21 @@ def fuse(b: _Builder, producer: str, container: str, tag: str) -> tuple[str, str
 
 def tile_fuse(b: _Builder, h: str, sizes: tuple[int, ...], producer: str, tag: str,
               scopes: Sequence[str] = ()) -> tuple[str, str | None]:
-    """TF: tile the consumer into an scf.forall and fuse its producer into it.
+    """TF: tile the consumer into an scf.forall and fuse its producer into it; returns the tiled consumer
+    and the new forall (None when `sizes` tile nothing).
 
     A consumer that was itself fused into tiles (`scopes`, outermost first) reads its producer from
     outside them: fusion only follows uses inside the containing op, so the producer is fused into each
-    of those tiles in turn, then into the new one."""
-    if not any(sizes):
+    of those tiles in turn, then into the new one. With no size to tile, the producer only follows the
+    consumer into its tiles (a forall of one iteration instead would be folded by canonicalization, and
+    MLIR's slice canonicalizer mis-types the slices it leaves: `mask.untiled_covering`)."""
+    if not any(sizes) and not scopes:
         return h, None
     p = match_op(b, producer)
     for scope in scopes:
         p, _ = fuse(b, p, scope, tag)
+    if not any(sizes):
+        return h, None
     t, fa = tile_parallel(b, h, sizes)
     _, fa2 = fuse(b, p, fa, tag)
     return t, fa2
@@ -181,11 +186,12 @@ def build_body(program: Program, schedule: Schedule, limits: Limits = DEFAULT_LI
     scopes: dict[str, tuple[list[str], str]] = {}
     reduction_loops: dict[str, list[str]] = {}  # op id -> its tile loops over reduction dims, outer first
     hoist: list[str] = []  # reduction tile loops of vectorized ops, innermost first per op
-    for st, a in walk(program, schedule, limits, check=check):
+    for st, given in walk(program, schedule, limits, check=check):
         op = st.op
-        # NT emits nothing, nor does a T that tiles nothing (no loop of two iterations: see tiles_nothing)
-        if tiles_nothing(st, a) or (a.kind == "NT" and op.id not in handles):
+        # NT emits nothing, nor does a tiling that tiles nothing; covering tile sizes are 0 (see `applied`)
+        if tiles_nothing(st, given) or (given.kind == "NT" and op.id not in handles):
             continue
+        a = applied(st, given)
         if op.id not in handles:
             b.lines.append(f"    // {op.id} ({op.name} {op.shape_text}): "
                            + " ".join(str(x) for x in schedule.actions(op.id)))
@@ -195,18 +201,16 @@ def build_body(program: Program, schedule: Schedule, limits: Limits = DEFAULT_LI
         if a.kind == "T":
             h, loops = tile(b, h, a.params)
             tiled = [pos for pos, s in enumerate(a.params) if s]
-            # a loop of one iteration (tile = extent) is folded away by canonicalization: no handle left
             reduction_loops.setdefault(op.id, []).extend(
-                lp for pos, lp in zip(tiled, loops)
-                if op.loops[st.loop_at(pos)].iterator == "reduction" and a.params[pos] < st.extents[st.loop_at(pos)])
+                lp for pos, lp in zip(tiled, loops) if op.loops[st.loop_at(pos)].iterator == "reduction")
         elif a.kind == "TP":
             h, _ = tile_parallel(b, h, a.params)
-        elif a.kind == "TF" and op.fusion_producer is not None:
+        elif a.kind == "TF" and op.fusion_producer is not None and any(a.params):
             tag = f"{op.fusion_producer}@{op.id}"
             chain = scopes[op.id][0] if op.id in scopes else []
-            h, fa = tile_fuse(b, h, a.params, op.fusion_producer, tag, chain)
-            if fa is not None:
-                scopes[op.fusion_producer] = (chain + [fa], tag)
+            h, fa = tile_fuse(b, h, untiled_covering(st, a), op.fusion_producer, tag, chain)
+            if fa is not None or chain:
+                scopes[op.fusion_producer] = (chain + ([fa] if fa is not None else []), tag)
         elif a.kind == "I":
             h = interchange(b, h, a.params)
         elif a.kind == "V":

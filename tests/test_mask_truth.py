@@ -99,11 +99,19 @@ def test_nested_fusion_computes_the_right_result(engine):
 
 def test_fused_copies_are_tagged_and_fused_through_each_tile():
     prog = _load("layernorm_gelu.mlir")
-    text = script(prog, parse("op5: TF(2,0) V; op6: TF(2,0); op10: TF(2,0)"))
+    text = script(prog, parse("op5: TF(8,0) V; op6: TF(4,0); op10: TF(2,0)"))
     assert '"op6@op5"' in text and '"op10@op6"' in text and '"op11@op10"' in text
     # op11 is fused into op5's tile, then op6's, then op10's new one
     assert text.count('"op11@op10" -> !transform.any_param') == 3
     assert 'match attributes {rl.op = "op10@op6"}' in text  # op10's own actions apply to its innermost copy
+    # op10's TF(4,0) covers its 4x1 tile: no new tile, op11 only follows op10 into op5's and op6's tiles
+    text = script(prog, parse("op5: TF(8,0) V; op6: TF(4,0); op10: TF(4,0)"))
+    assert text.count("tile_using_forall") == 2 and text.count('"op11@op10" -> !transform.any_param') == 2
+
+
+def test_a_fusion_whose_sizes_cover_the_tile_computes_the_right_result(engine):
+    m = engine.measure(_load("layernorm_gelu.mlir"), parse("op5: TF(2,0) V; op6: TF(2,0) V; op10: TF(2,0) V"))
+    assert m.status == "ok" and m.validated, m.error
 
 
 def test_interchanged_batch_matmul_goes_back_to_its_loop_order_before_specialize():
@@ -121,6 +129,60 @@ def test_vectorize_choice_of_a_depthwise_nchw_conv_is_masked_whatever_the_tiles(
     st = check_schedule(prog, parse("op19: T(1,1,1,2,1,1)"))["op19"]
     c = vectorize_choice(st)
     assert not c.allowed and "depthwise_conv_2d_nchw_chw" in c.reason
+
+
+# -- results: a legal schedule computes what the program computes ----------------------------------------
+#: A 3x3 convolution in the form torch-mlir exports (NCHW input, FCHW filter, padded input), the shape of a
+#: ResNet basic block's second convolution: 1x32x28x28 out, 32 channels in.
+CONV_NCHW = """
+func.func @forward(%x: tensor<1x32x30x30xf32>, %w: tensor<32x32x3x3xf32>) -> tensor<1x32x28x28xf32> {
+  %cst = arith.constant 0.000000e+00 : f32
+  %0 = tensor.empty() : tensor<1x32x28x28xf32>
+  %1 = linalg.fill ins(%cst : f32) outs(%0 : tensor<1x32x28x28xf32>) -> tensor<1x32x28x28xf32>
+  %2 = linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+    ins(%x, %w : tensor<1x32x30x30xf32>, tensor<32x32x3x3xf32>) outs(%1 : tensor<1x32x28x28xf32>) -> tensor<1x32x28x28xf32>
+  return %2 : tensor<1x32x28x28xf32>
+}
+"""
+
+#: TP sizes that cover their loop (n: 1 of 1; f: 4 of the 4 left by T) made scf.forall dimensions of one
+#: iteration. Canonicalization folds them to constant offsets, and MLIR 22's slice canonicalizer then re-types
+#: the decomposed 1-D convolution's rank-reduced 1x4x1 output tile as 4x1x1: 13048 of 25088 elements wrong.
+#: The last two are the shrunk forms (each size alone).
+WRONG_BEFORE = [
+    "op0: T(1,4,2,0,4,1,0) TP(1,4,1,1,0,0,0) V",
+    "op0: T(1,4,2,0,4,1,0) TP(1,0,1,1,0,0,0) V",
+    "op0: T(1,4,2,0,4,1,0) TP(0,4,1,1,0,0,0) V",
+]
+
+
+@pytest.fixture(scope="module")
+def conv_nchw(tmp_path_factory):
+    path = tmp_path_factory.mktemp("conv") / "conv_nchw.mlir"
+    path.write_text(CONV_NCHW)
+    return load_file(str(path))
+
+
+@pytest.mark.parametrize("text", WRONG_BEFORE)
+def test_covering_parallel_tiles_compute_the_right_result(engine, conv_nchw, text):
+    check_schedule(conv_nchw, parse(text))  # the mask allows every step
+    m = engine.measure(conv_nchw, parse(text), use_cache=False)
+    assert m.status == "ok" and m.validated, m.error
+
+
+def test_covering_tile_sizes_are_emitted_as_untiled():
+    """No tiling makes a loop of one iteration: a covering size is 0 in the script, for T, TP and TF."""
+    from mlir_rl_tui.engine.mask import effective
+    from mlir_rl_tui.engine.schedule import to_text
+
+    conv = load_file(str(SAMPLES / "conv2d.mlir"))  # loops [1p 56p 56p 64p 3r 3r 64r]
+    s = parse("op0: T(1,2,0,16,1,0,0) TP(1,2,8,16,0,0,0) T(0,1,1,16,0,0,8) V")
+    assert to_text(effective(conv, s)) == "op0: T(0,2,0,16,1,0,0) TP(0,0,8,0,0,0,0) T(0,1,1,0,0,0,8) V"
+    text = script(conv, s)
+    assert "tile_using_forall %tiled3 tile_sizes [0, 0, 8, 0, 0, 0, 0]" in text
+    chain = load_file(str(SAMPLES / "matmul_bias_relu.mlir"))  # op0: 256x256
+    assert "tile_using_forall %op0_2 tile_sizes [0, 4]" in script(chain, parse("op0: TF(256,4) V"))
+    assert "tile_using_forall" not in script(chain, parse("op0: TF(256,256)"))  # tiles nothing: no fusion
 
 
 # -- the fuzz itself, on a small seeded sample ---------------------------------------------------------
