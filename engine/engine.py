@@ -332,24 +332,43 @@ class Engine:
 
     def compile_only(self, program: Program, schedule: Schedule, *, check: bool = True) -> Measurement:
         """Transform, lower and JIT `schedule` in a worker, without running it: status ok, transform-error,
-        compile-error, crash or timeout (no time, not cached). Many times cheaper than `measure`: the
-        mask fuzz (benchmarks/mask_fuzz.py) checks thousands of random schedules with it."""
+        compile-error, crash or timeout (no time, not cached). Many times cheaper than `measure`."""
+        return self._untimed(program, schedule, check, "compile", None)
+
+    def validate(self, program: Program, schedule: Schedule, *, check: bool = True) -> Measurement:
+        """Transform, compile and run `schedule` once in a worker, and compare its output with the
+        untransformed program's on the same seeded inputs, without timing it: status ok (validated),
+        transform-error, compile-error, crash, timeout (a run over 10x the baseline) or wrong-result; not
+        cached. The mask fuzz (benchmarks/mask_fuzz.py) checks thousands of random schedules with it."""
+        base = self.baseline(program)  # its time sets the run limit
+        if not base.ok:
+            return Measurement(status=base.status, schedule=to_text(schedule), error=f"baseline: {base.error}")
+        c = self.config
+        return self._untimed(program, schedule, check, "validate",
+                             max(c.timeout_factor * (base.time_ms or 0.0) / 1e3, c.timeout_floor_s))
+
+    def _untimed(self, program: Program, schedule: Schedule, check: bool, mode: str,
+                 run_limit_s: float | None) -> Measurement:
         if check:
             check_schedule(program, schedule, self.limits, self.openmp)
         sched = effective(program, schedule, self.limits, self.openmp)
         text = to_text(sched)
+        if not text and mode == "validate":  # the untransformed program is its own reference
+            return Measurement(status="ok", schedule=to_text(schedule), validated=True)
         body = script(program, sched, self.limits, check=check) if text else None
         parallel = bool(text) and uses_parallel(sched) and self.openmp
-        req = self._request(program, body, parallel, mode="compile")
+        req = self._request(program, body, parallel, mode=mode, run_limit_s=run_limit_s)
+        run_timeout = 4 * run_limit_s + 5 if run_limit_s else 60.0
         try:
-            res = self.pool.run(req, compile_timeout=self.config.compile_timeout_s)
+            res = self.pool.run(req, None, self.config.compile_timeout_s, run_timeout)
         except WorkerDied as e:
             return Measurement(status="crash", schedule=to_text(schedule), error=str(e))
         except WorkerTimeout:
             return Measurement(status="timeout", schedule=to_text(schedule),
-                               error=f"no answer within {self.config.compile_timeout_s:.0f} s; the worker was killed")
+                               error=f"no answer within {self.config.compile_timeout_s:.0f} s to compile and "
+                                     f"{run_timeout:.0f} s to run; the worker was killed")
         return Measurement(status=res["status"], schedule=to_text(schedule), error=res.get("error", ""),
-                           stages_ms=res.get("stages_ms", {}))
+                           stages_ms=res.get("stages_ms", {}), validated=res["status"] == "ok" and mode == "validate")
 
     def close(self) -> None:
         self.pool.close()

@@ -349,9 +349,12 @@ def handle(req: dict, out, baselines: _Baselines, watchdog: Watchdog | None = No
     # then has every core to itself.
     with _flock(req.get("cpu_lock"), fcntl.LOCK_SH):
         prepared = prepare()
-        probe = _handoff_kernel(req) if not isinstance(prepared, dict) and req["parallel"] else None
+        to_time = not isinstance(prepared, dict) and req.get("mode") != "validate"
+        probe = _handoff_kernel(req) if to_time and req["parallel"] else None
     if isinstance(prepared, dict):
         return prepared
+    if req.get("mode") == "validate":  # run once and checked (prepare): no timing
+        return result("ok")
     compiled, first, base, extra = prepared
     cfg = TimingConfig(**req.get("timing", {}))
     cpu = req.get("cpu_lock") if req.get("exclusive", True) or req["parallel"] else None
