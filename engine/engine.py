@@ -23,7 +23,7 @@ from mlir_rl_tui.engine.transforms import script, uses_parallel
 STATUSES = ("ok", "transform-error", "compile-error", "crash", "timeout", "wrong-result", "cancelled")
 #: Fields of a Measurement the cache does not store (Measurement.to_record)
 _NOT_STORED = ("cached", "transformed_ir", "gflops", "peak_fraction", "bound", "foreign_cores", "contended",
-               "handoff_us", "far")
+               "handoff_us", "far", "cut_short")
 
 
 @dataclass
@@ -64,6 +64,9 @@ class Measurement:
     # whether the probe said the host kept the cores far apart through every retry (engine.contention.far):
     # the figure is this moment's, not the machine's usual, so it is not stored either
     far: bool = False
+    # whether the timing stopped at the caller's deadline (`apply --max-seconds`) with fewer rounds than the
+    # protocol asks: a wider interval, and not stored
+    cut_short: bool = False
 
     @property
     def ok(self) -> bool:
@@ -173,14 +176,16 @@ class Engine:
 
     # ------------------------------------------------------------------------------------------
     def baseline(self, program: Program, on_progress: Callable | None = None,
-                 cancel: threading.Event | None = None) -> Measurement:
+                 cancel: threading.Event | None = None, deadline: float | None = None) -> Measurement:
         """The untransformed program with the same pipeline (paper Sec. VII-A.3)."""
-        return self.measure(program, Schedule({}), on_progress=on_progress, cancel=cancel)
+        return self.measure(program, Schedule({}), on_progress=on_progress, cancel=cancel, deadline=deadline)
 
     def measure(self, program: Program, schedule: Schedule, *, check: bool = True, use_cache: bool = True,
-                on_progress: Callable | None = None, cancel: threading.Event | None = None) -> Measurement:
+                on_progress: Callable | None = None, cancel: threading.Event | None = None,
+                deadline: float | None = None) -> Measurement:
         """Apply, compile, run, check and time `schedule` in a worker; never raises for a bad schedule
-        that passed `check` (illegal ones raise ScheduleError when check=True)."""
+        that passed `check` (illegal ones raise ScheduleError when check=True). With a `deadline`
+        (time.time()), timing rounds stop before it (`Measurement.cut_short`); `cancel` stops the rest."""
         if check:
             check_schedule(program, schedule, self.limits, self.openmp)
         # NT emits no transform, nor does a T that tiles nothing: `op0: T(8,32,1) T(8,32,1) NT` is measured
@@ -188,12 +193,13 @@ class Engine:
         # measurement of the same code
         full = to_text(schedule)
         m = self._measure(program, effective(program, schedule, self.limits, self.openmp), check, use_cache,
-                          on_progress, cancel)
+                          on_progress, cancel, deadline)
         m.schedule = full
         return m
 
     def _measure(self, program: Program, schedule: Schedule, check: bool, use_cache: bool,
-                 on_progress: Callable | None, cancel: threading.Event | None) -> Measurement:
+                 on_progress: Callable | None, cancel: threading.Event | None,
+                 deadline: float | None = None) -> Measurement:
         text = to_text(schedule)
         parallel = bool(text) and uses_parallel(schedule) and self.openmp
         if use_cache and self.reuse and self.cache is not None:
@@ -203,11 +209,11 @@ class Engine:
                 return self._place(program, hit, parallel)
         base = None
         if text:
-            base = self.baseline(program, on_progress, cancel)
+            base = self.baseline(program, on_progress, cancel, deadline)
             if not base.ok:
                 return Measurement(status=base.status, schedule=text, error=f"baseline: {base.error}")
         body = script(program, schedule, self.limits, check=check) if text else None
-        m = self._run(program, text, body, base, on_progress, cancel, parallel)
+        m = self._run(program, text, body, base, on_progress, cancel, parallel, deadline)
         if m.status == "cancelled":
             return m
         m.runtime = self.runtime[0] if parallel and self.runtime else "serial"
@@ -227,8 +233,10 @@ class Engine:
             widen(m, abs(math.log(m.baseline_ms / base.time_ms)))
         # a disagreement with PyTorch's reference depends on a file beside the program, not in the cache's key
         against_torch = m.status == "wrong-result" and "PyTorch" in (m.error or "")
-        # a contended or far timing is not stored: measured again, it may get the cores it needs
-        if use_cache and self.cache is not None and not against_torch and not m.contended and not m.far:
+        # a contended or far timing is not stored: measured again, it may get the cores it needs; nor is one
+        # cut short by a deadline
+        if use_cache and self.cache is not None and not against_torch and not m.contended and not m.far \
+                and not m.cut_short and not (base is not None and base.cut_short):
             self.cache.put(program.sha256, text, self.machine, m.to_record())
         return m
 
@@ -415,12 +423,13 @@ class Engine:
         }
 
     def _run(self, program: Program, text: str, body: str | None, base: Measurement | None,
-             on_progress: Callable | None, cancel: threading.Event | None, parallel: bool) -> Measurement:
+             on_progress: Callable | None, cancel: threading.Event | None, parallel: bool,
+             deadline: float | None = None) -> Measurement:
         c = self.config
         limit = None
         if base is not None and base.time_ms:
             limit = max(c.timeout_factor * base.time_ms / 1e3, c.timeout_floor_s)
-        req = self._request(program, body, parallel, run_limit_s=limit)
+        req = self._request(program, body, parallel, run_limit_s=limit, deadline=deadline)
         if parallel:
             req["handoff"] = self._handoff()
         if parallel and c.wait_far:
@@ -453,7 +462,7 @@ class Engine:
                            speedup_ci=res.get("speedup_rel_ci"), runs=res.get("runs", 0), times_ms=res.get("times_ms", []),
                            stages_ms=res.get("stages_ms", {}), foreign_cores=res.get("foreign_cores"),
                            contended=bool(res.get("contended")), handoff_us=res.get("handoff_us"),
-                           far=bool(res.get("far")))
+                           far=bool(res.get("far")), cut_short=res.get("stopped") == "deadline")
 
 
 def torch_reference(program: Program) -> str | None:

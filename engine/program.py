@@ -29,13 +29,14 @@ MAX_OPS = 300
 BASELINE_FLOPS = 2e9
 BASELINE_BYTES_PER_S = 5e9
 #: An estimated baseline run above this is refused: the worker gives a first run 60 s (its compile
-#: time-out, the estimate may be 2-3x off) and a measurement runs the baseline about BASELINE_RUNS times.
+#: time-out, the estimate may be 2-3x off) and a measurement runs the baseline `baseline_runs` times.
 MAX_BASELINE_S = 15.0
 #: Above this, the command line says how long measuring will take before it starts.
-NOTE_BASELINE_S = 1.0
-#: Runs of the baseline in a first measurement of a schedule (engine.timing with the default config):
-#: the baseline alone (first run, warm-up, 10 rounds of 3), then about 5-10 rounds paired with the schedule.
-BASELINE_RUNS = 40
+NOTE_S = 3.0
+#: Compiling takes about this long per linalg op (a chain of 300 elementwise ops: lowering 6.1 s, JIT 3.8 s
+#: on an Intel Xeon VM); a first measurement of a schedule compiles the program up to 3 times (the
+#: baseline alone, the schedule, the baseline again beside it in another worker).
+COMPILE_S_PER_OP = 0.035
 
 DTYPES = {
     "f32": "float32", "f64": "float64", "f16": "float16", "i64": "int64", "i32": "int32",
@@ -184,18 +185,43 @@ class Program:
                    functions=list(d.get("functions", [])), **specs)
 
 
+def baseline_runs(run_s: float) -> int:
+    """Runs of an untransformed run of `run_s` seconds in a first measurement of a schedule (engine.timing
+    with the default config): the baseline alone (first run, warm-up, its rounds), then the rounds paired
+    with the schedule (first run, warm-up, its rounds)."""
+    from mlir_rl_tui.engine.config import DEFAULT_MEASURE
+    from mlir_rl_tui.engine.timing import TimingConfig, least_rounds
+
+    cfg = TimingConfig(**DEFAULT_MEASURE.timing())
+    ms = max(run_s * 1e3, 1e-3)
+    per = 1 if ms > cfg.slow_ms else max(cfg.round_runs, int(cfg.round_s * 1e3 / ms))
+    warm = 1 if ms > 50 else max(3, int(cfg.warmup_s * 1e3 / ms))
+    alone = least_rounds(cfg, cfg.min_rounds, per * ms) * per
+    paired = least_rounds(cfg, cfg.min_baseline_rounds, per * ms) * per
+    return 2 * (1 + warm) + alone + paired
+
+
 def measurement_note(program: Program, name: str) -> str | None:
     """Before measuring: a LoadError when the untransformed program would run too long to be measured,
-    a one-line note when measuring will take a while, else None."""
+    a one-line note of what will take the time when a first measurement should take over NOTE_S, else None."""
     t = program.estimated_baseline_s
     what = f"{program.flops / 1e9:.1f} GFLOP, {program.bytes_moved / 2**20:.0f} MiB"
     if t > MAX_BASELINE_S:
         raise LoadError(f"{name}: an untransformed run of @{program.func_name} should take about {_duration(t)} "
                         f"({what}), over the {MAX_BASELINE_S:.0f} s limit for measuring; use smaller shapes")
-    if t > NOTE_BASELINE_S:
-        return (f"{name}: an untransformed run of @{program.func_name} should take about {_duration(t)} ({what}); "
-                f"measuring a schedule runs it about {BASELINE_RUNS} times, about {_duration(BASELINE_RUNS * t)}")
-    return None
+    compile_s = COMPILE_S_PER_OP * len(program.ops)
+    runs = baseline_runs(t)
+    total = 3 * compile_s + runs * t
+    if total <= NOTE_S:
+        return None
+    parts = []
+    if 3 * compile_s > 1.0:
+        parts.append(f"compiling its {len(program.ops)} linalg ops should take about {_duration(compile_s)}, up to "
+                     f"3 times")
+    if runs * t > 1.0:
+        parts.append(f"an untransformed run of @{program.func_name} about {_duration(t)} ({what}), {runs} of them")
+    return (f"{name}: a first measurement of a schedule should take about {_duration(total)}: " + "; ".join(parts)
+)
 
 
 def _duration(s: float) -> str:

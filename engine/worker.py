@@ -370,7 +370,8 @@ def handle(req: dict, out, baselines: _Baselines, watchdog: Watchdog | None = No
             timed = time_kernel(_timed_call(compiled, watch, unwatch), first * 1e3, cfg,
                                 _timed_call(base.compiled) if base else None, base.first_ms if base else 0.0,
                                 limit_ms=limit * 1e3 if limit else None,
-                                on_round=lambda i, n: phase("run", i, n), place=_placer(compiled, base))
+                                on_round=lambda i, n: phase("run", i, n), place=_placer(compiled, base),
+                                deadline=req.get("deadline"))
             handoff += _handoff_us(probe)
             foreign = seen.foreign_cores()
         busy = contended(foreign, req["parallel"], _CORES)

@@ -78,11 +78,21 @@ class ProgressLine:
     def phase(self, what: str) -> Callable[[str, int, int], None]:
         """An `on_progress(phase, i, n)` callback for the engine that updates this line."""
 
+        first_round_at: list[float | None] = [None]
+
         def on_progress(phase: str, i: int, n: int) -> None:
-            if phase == "run":
-                self.update(f"{what}: timing, round {i} of at least {n}" if n else f"{what}: first run")
-            else:
+            if phase != "run":
                 self.update(f"{what}: {_PHASES.get(phase, phase)}")
+            elif not n:
+                self.update(f"{what}: the first run")
+            else:
+                if i <= 1:
+                    first_round_at[0] = self.clock()
+                left = ""
+                if 1 < i < n and first_round_at[0] is not None:  # the pace so far: the least rounds' time left
+                    s = (self.clock() - first_round_at[0]) / (i - 1) * (n - i)
+                    left = f", about {s:.0f} s left" if s >= 1 else ""
+                self.update(f"{what}: timing, round {i} of at least {n}{left}")
 
         return on_progress
 

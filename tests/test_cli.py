@@ -8,6 +8,7 @@ import sys
 import time
 
 import pytest
+from bad_inputs import matmul
 from conftest import SAMPLE_FILES, SAMPLES, TORCH_FILES
 
 
@@ -111,3 +112,20 @@ def test_bad_schedule_one_line_error(schedule, words, cache_dir):
 def test_missing_file(cache_dir):
     r = cli("inspect", "/nonexistent/x.mlir")
     assert r.returncode != 0 and "cannot read" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+def test_max_seconds_stops_a_long_first_measurement_with_one_line(tmp_path, cache_dir):
+    """A 2048^3 matmul's untransformed run takes seconds: the note says how long measuring will take, and
+    --max-seconds 3 ends the command at 3 s with what it was doing."""
+    path = tmp_path / "mm2048.mlir"
+    path.write_text(matmul(2048))
+    t0 = time.time()
+    r = cli("apply", str(path), "--schedule", "op0: TP(64,64,0) T(8,32,1) V", "--max-seconds", "3", "--no-cache")
+    took = time.time() - t0
+    assert r.returncode == 1 and r.stdout == "", r.stdout
+    lines = r.stderr.strip().splitlines()
+    assert "a first measurement of a schedule should take about" in lines[0] and "--max-seconds 3" in lines[0]
+    assert lines[-1].startswith("mlir-rl-tui: error: stopped at --max-seconds 3 while ")
+    assert "Traceback" not in r.stderr and took < 3 + 4  # interpreter start-up and the worker's stop
+    bad = cli("apply", str(path), "--max-seconds", "0")
+    assert bad.returncode == 2 and "not a positive number of seconds" in bad.stderr

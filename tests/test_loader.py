@@ -208,7 +208,9 @@ def test_expected_baseline_time_refuses_or_notes():
     for path in SAMPLE_FILES:
         assert measurement_note(load_file(str(path)), path.name) is None
     note = measurement_note(load(matmul(2048), name="mm.mlir"), "mm.mlir")
-    assert note and "mm.mlir" in note and "17.2 GFLOP" in note and "min" in note and "\n" not in note
+    assert note and "mm.mlir" in note and "17.2 GFLOP" in note and "10 of them" in note and "\n" not in note
+    note = measurement_note(load(chain(MAX_OPS), name="c.mlir"), "c.mlir")
+    assert note and f"compiling its {MAX_OPS} linalg ops" in note
     with pytest.raises(LoadError, match="limit for measuring"):
         measurement_note(load(matmul(4096), name="mm.mlir"), "mm.mlir")
 

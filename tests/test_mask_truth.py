@@ -187,17 +187,19 @@ def test_covering_tile_sizes_are_emitted_as_untiled():
 
 # -- the fuzz itself, on a small seeded sample ---------------------------------------------------------
 @pytest.mark.slow
-def test_random_masked_episodes_compile(engine):
-    """40 episodes of a random masked agent on the programs where 20% of them used to fail."""
+def test_random_masked_episodes_compute_the_right_result(engine, conv_nchw):
+    """A short seeded run of benchmarks/mask_fuzz.py: random masked episodes on the programs where 20% of
+    them used to fail to compile and on the NCHW convolution, each run and checked against the program."""
     import sys
 
     from conftest import ROOT
 
     sys.path.insert(0, str(ROOT / "benchmarks"))
-    from mask_fuzz import FAILURES, fuzz
+    from mask_fuzz import WRONG, fuzz, table
 
-    progs = [_load(n) for n in ("matmul_bias_relu.mlir", "layernorm_gelu.mlir", "resnet_block.mlir",
-                                "attention.mlir", "mobilenet_block.mlir")]
-    out = fuzz(progs, 40, seed=11, engine=engine)
-    bad = [(o.program, o.schedule, o.error) for o in out if o.status in FAILURES or o.status == "illegal"]
-    assert len(out) == 40 and not bad, bad
+    progs = [_load(n) for n in ("matmul_bias_relu.mlir", "resnet_block.mlir", "attention.mlir",
+                                "mobilenet_block.mlir")] + [conv_nchw]
+    out = fuzz(progs, 30, seed=11, engine=engine)
+    bad = [(o.program, o.schedule, o.status, o.error) for o in out if o.status in WRONG]
+    assert len(out) == 30 and all(o.measured for o in out) and not bad, bad
+    assert "| **all** | 30 |" in table(out)

@@ -240,3 +240,20 @@ def test_a_stale_near_reference_gives_way_after_far_timings_in_a_row(engine):
     finally:
         engine.near_handoff_us = None
         engine._note_handoff(near, False)
+
+
+def test_a_deadline_cuts_the_timing_short_and_the_figure_is_not_cached(engine, tmp_path):
+    """A 640^3 matmul untransformed: about 0.25 s a run, a round each; a 1 s deadline leaves fewer rounds."""
+    import time
+
+    from bad_inputs import matmul
+
+    from mlir_rl_tui.engine import Schedule, load_file
+
+    path = tmp_path / "mm.mlir"
+    path.write_text(matmul(640))
+    prog = load_file(str(path))
+    m = engine.measure(prog, Schedule({}), deadline=time.time() + 1.0)
+    assert m.ok and m.cut_short and 1 <= m.runs < engine.config.runs, (m.runs, m.cut_short)
+    again = engine.measure(prog, Schedule({}))
+    assert again.ok and not again.cached and not again.cut_short and again.runs >= engine.config.runs

@@ -21,10 +21,10 @@ def test_nothing_within_the_first_second_then_the_elapsed_time():
     line = ProgressLine(out, clock=clock, tty=False, tick_s=None)
     line.update("apply: compiling")
     clock.t += 0.9
-    line.update("apply: first run")
+    line.update("apply: the first run")
     assert out.getvalue() == ""
     clock.t += 0.2
-    line.update("apply: first run")
+    line.update("apply: the first run")
     assert out.getvalue() == "apply: first run (1 s)\n"
 
 
@@ -57,11 +57,11 @@ def test_the_ticker_shows_the_line_when_nothing_reports():
     """One long baseline run reports nothing for seconds: the line still appears and counts."""
     out = io.StringIO()
     line = ProgressLine(out, after_s=0.05, every_s=0.0, tty=False, tick_s=0.02)
-    line.update("apply: first run")  # before after_s: nothing yet
+    line.update("apply: the first run")  # before after_s: nothing yet
     time.sleep(0.3)
     line.clear()
     shown = out.getvalue()
-    assert "apply: first run (0 s)" in shown
+    assert "apply: the first run (0 s)" in shown
     n = shown.count("\n")
     time.sleep(0.1)
     assert out.getvalue().count("\n") == n  # stopped after clear()
@@ -76,7 +76,18 @@ def test_engine_phases_read_as_words():
     on_progress("run", 0, 0)
     on_progress("run", 3, 10)
     assert out.getvalue().splitlines() == ["apply: compiling and running the baseline (1 s)",
-                                           "apply: first run (1 s)", "apply: timing, round 3 of at least 10 (1 s)"]
+                                           "apply: the first run (1 s)", "apply: timing, round 3 of at least 10 (1 s)"]
+
+
+def test_the_timing_says_how_long_its_least_rounds_still_take():
+    """A slow kernel's rounds: the pace of those done gives the time left for the protocol's least rounds."""
+    out, clock = io.StringIO(), Clock()
+    line = ProgressLine(out, clock=clock, tty=False, every_s=0.0, tick_s=None)
+    on_progress = line.phase("apply")
+    for i in range(1, 4):
+        clock.t += 8.6
+        on_progress("run", i, 10)
+    assert out.getvalue().splitlines()[-1] == "apply: timing, round 3 of at least 10, about 60 s left (26 s)"
 
 
 def test_a_log_line_goes_above_the_progress_line_and_stays():

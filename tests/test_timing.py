@@ -92,3 +92,33 @@ def test_a_difference_inside_the_noise_is_a_tie():
     assert m(11.0, 0.03).beats(m(10.0, 0.03))  # 10% apart
     assert m(1.01, 0.0).beats(m(1.0, 0.0))  # no spread known: plain comparison
     assert m(1.0, 0.5).beats(Measurement("crash", "y")) and not Measurement("crash", "y").beats(m(1.0, 0.0))
+
+
+def test_a_slow_kernel_is_timed_in_fewer_rounds_of_one_run():
+    """A 2048^3 matmul's untransformed run takes 8.6 s: ten rounds of three runs were four minutes."""
+    t = time_kernel(fake([8600.0, 8700.0]), 8600.0, TimingConfig())
+    assert t.candidate.runs == len(t.candidate.rounds) == TimingConfig().min_slow_rounds
+    # a fast schedule paired with that baseline: its rounds as usual, the baseline's capped the same way
+    t = time_kernel(fake([100.0]), 100.0, TimingConfig(), baseline=fake([8600.0]), baseline_first_ms=8600.0)
+    assert len(t.candidate.rounds) == TimingConfig().min_rounds and t.candidate.runs == 10
+    assert t.baseline is not None and t.baseline.runs == len(t.baseline.rounds) == TimingConfig().min_slow_rounds
+
+
+def test_no_round_starts_that_would_end_after_the_deadline(monkeypatch):
+    from mlir_rl_tui.engine import timing
+
+    clock = [1000.0]
+
+    def kernel(ms):
+        def run():
+            clock[0] += ms / 1e3
+            return ms
+        return run
+
+    monkeypatch.setattr(timing.time, "time", lambda: clock[0])
+    t = time_kernel(kernel(8600.0), 8600.0, TimingConfig(), deadline=1030.0)
+    assert t.stopped == "deadline" and len(t.candidate.rounds) == 2  # warm-up 8.6 s, rounds at 17.2, 25.8 s
+    assert clock[0] <= 1030.0
+    # each series gets one round, even past the deadline
+    t = time_kernel(kernel(1.0), 1.0, FAST, baseline=kernel(2.0), baseline_first_ms=2.0, deadline=clock[0])
+    assert t.stopped == "deadline" and len(t.candidate.rounds) == 1 and len(t.baseline.rounds) == 1

@@ -5,8 +5,10 @@ from __future__ import annotations
 import argparse
 
 from mlir_rl_tui.commands.common import (
+    Deadline,
     add_entry,
     add_json,
+    add_max_seconds,
     add_program,
     check_measurable,
     emit,
@@ -28,6 +30,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="at least this many timing rounds (default 10); the time is the median of the round "
                         "medians, with its 95%% interval")
     p.add_argument("--no-cache", action="store_true", help="measure even if the cache has an answer")
+    add_max_seconds(p)
     p.add_argument("--per-op", action="store_true", help="also each op's share of the time (profiled with markers "
                                                           "between the ops; fused producers count in their consumer)")
 
@@ -40,20 +43,24 @@ def run(args: argparse.Namespace) -> int:
     prog = load_program(args)
     sched = parse(args.schedule)
     check_schedule(prog, sched)  # one-line ScheduleError before any work
-    check_measurable(prog, args.file)
+    check_measurable(prog, args.file, args.max_seconds)
     if args.emit_transform:
         from mlir_rl_tui.engine.export import replayable
 
         write_text(args.emit_transform, replayable(prog, sched))
-    with ProgressLine() as line, make_engine(args) as eng:
+    with ProgressLine() as line, make_engine(args) as eng, Deadline(args.max_seconds) as limit:
         if args.output:
             status, text = eng.transformed_ir(prog, sched)
             if status != "ok":
                 line.clear()
                 return fail(f"{status}: {text}", 1)
             write_text(args.output, text)
-        m = eng.measure(prog, sched, on_progress=line.phase("apply"))
-        groups = eng.per_op(prog, sched) if args.per_op and m.ok else None
+        m = eng.measure(prog, sched, on_progress=line.phase("apply"), cancel=limit.cancel, deadline=limit.at)
+        if m.status == "cancelled":
+            doing = line.text
+            line.clear()
+            return limit.stopped(doing)
+        groups = eng.per_op(prog, sched) if args.per_op and m.ok and not limit.cancel.is_set() else None
     if args.json:
         emit({**m.to_json(), **({"per_op": groups} if groups is not None else {})})
     elif m.ok:
@@ -92,4 +99,6 @@ def describe(m) -> str:
         text += f"; CONTENDED: other processes used {m.foreign_cores:.1f} cores while it was timed (not cached)"
     if m.far:
         text += "; FAR: the host kept the cores far apart through every retry (the hand-off probe), not cached"
+    if m.cut_short:
+        text += f"; timing cut short by --max-seconds ({m.runs} timed runs), not cached"
     return text

@@ -70,14 +70,62 @@ def load_program(args: argparse.Namespace):
                          on_wait=lambda s: line.update(f"loading {args.file}: parsing"))
 
 
-def check_measurable(prog, name: str) -> None:
+def check_measurable(prog, name: str, max_seconds: float | None = None) -> None:
     """Before measuring: refuse a program whose untransformed run is too long to measure (one-line
-    error), and say on stderr how long measuring will take when that is more than a few seconds."""
+    error), and say on stderr how long measuring will take when that is more than a few seconds (and
+    what `--max-seconds` does to it, for a command that has it)."""
     from mlir_rl_tui.engine.program import measurement_note
 
     text = measurement_note(prog, name)
     if text:
-        note(text)
+        note(text + (f"; --max-seconds {max_seconds:g} stops it sooner" if max_seconds
+                     else "; --max-seconds S sets a limit" if max_seconds is not None else ""))
+
+
+def positive_seconds(text: str) -> float:
+    """An argparse `type` for a time limit in seconds."""
+    try:
+        s = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not s > 0:
+        raise argparse.ArgumentTypeError(f"{text} is not a positive number of seconds")
+    return s
+
+
+def add_max_seconds(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--max-seconds", type=positive_seconds, default=0.0, metavar="S",
+                   help="answer within S seconds: the timing stops early (fewer rounds, a wider interval, not "
+                        "cached), and a program still compiling or running then is stopped with a one-line error")
+
+
+class Deadline:
+    """`--max-seconds`: `at`, the time.time() the timing ends by (a margin before the limit, for the answer
+    to come back), and `cancel`, set when the limit passes (the engine then stops its worker)."""
+
+    def __init__(self, seconds: float) -> None:
+        import threading
+        import time
+
+        self.seconds = seconds
+        self.cancel = threading.Event()
+        self.at = time.time() + seconds - min(2.0, max(0.3, 0.05 * seconds)) if seconds else None
+        self._timer = threading.Timer(seconds, self.cancel.set) if seconds else None
+        if self._timer is not None:
+            self._timer.daemon = True
+            self._timer.start()
+
+    def __enter__(self) -> Deadline:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+
+    def stopped(self, doing: str) -> int:
+        """The one-line error of a step stopped at the limit; `doing` is what the progress line last said."""
+        what = doing.split(": ", 1)[-1] if doing else "working"
+        return fail(f"stopped at --max-seconds {self.seconds:g} while {what}", 1)
 
 
 def make_engine(args: argparse.Namespace):

@@ -5,8 +5,10 @@ from __future__ import annotations
 import argparse
 
 from mlir_rl_tui.commands.common import (
+    Deadline,
     add_entry,
     add_json,
+    add_max_seconds,
     add_program,
     check_measurable,
     emit,
@@ -23,6 +25,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_json(p)
     p.add_argument("--runs", type=int, default=5, help="timed runs (median reported)")
     p.add_argument("--no-cache", action="store_true", help="measure even if the cache has an answer")
+    add_max_seconds(p)
     p.add_argument("--no-fallback", action="store_true",
                    help="report the policy's schedule even when it fails or is slower than the baseline (by "
                         "default the untransformed program is kept then, and the output says so: \"fallback\" in "
@@ -36,19 +39,23 @@ def run(args: argparse.Namespace) -> int:
     from mlir_rl_tui.progress import ProgressLine
 
     prog = load_program(args)
-    check_measurable(prog, args.file)
+    check_measurable(prog, args.file, args.max_seconds)
     pol = load_policy(args.policy)
     fallback = None
-    with ProgressLine() as line, make_engine(args) as eng:
+    with ProgressLine() as line, make_engine(args) as eng, Deadline(args.max_seconds) as limit:
         line.update("optimize: the policy schedules the program")
         sess = pol.schedule(Session(prog, openmp=eng.openmp))
         m = eng.measure(prog, to_measure(sess.schedule), use_cache=not args.no_cache,
-                        on_progress=line.phase("optimize"))
+                        on_progress=line.phase("optimize"), cancel=limit.cancel, deadline=limit.at)
         below = below_baseline(m.schedule, m.ok, m.speedup)
-        if not args.no_fallback and fallback_fires(m.schedule, m.ok, m.speedup):
+        if m.status != "cancelled" and not args.no_fallback and fallback_fires(m.schedule, m.ok, m.speedup):
             # never hand back something broken or slower: keep the untransformed program, say why
             fallback = {"schedule": m.schedule, "status": m.status, "speedup": m.speedup, "error": m.error}
-            m = eng.measure(prog, Schedule({}), use_cache=not args.no_cache)
+            m = eng.measure(prog, Schedule({}), use_cache=not args.no_cache, cancel=limit.cancel, deadline=limit.at)
+        if m.status == "cancelled":
+            doing = line.text
+            line.clear()
+            return limit.stopped(doing)
     out = {**m.to_json(), "policy_ms": round(pol.ms_per_decision, 3), "decisions": len(pol.decision_ms),
            "fallback_fired": fallback is not None, "policy_below_baseline": below}
     if fallback:
