@@ -5,8 +5,7 @@ from __future__ import annotations
 import glob
 import os
 
-from mlir_rl_tui import samples
-from mlir_rl_tui.engine import EngineError, Program, load_file
+from mlir_rl_tui.engine import EngineError, Program, load_file, samples
 from mlir_rl_tui.engine.dataset import read_manifest
 
 
@@ -15,7 +14,7 @@ def program_paths(spec: str | list[str], split: str | None = None) -> list[str]:
     with `split`, the programs of that split and those without one) or files.
 
     A folder holding a manifest.json is read through the manifest, so `split` applies to it.
-    A name that is no file is a shipped sample's (mlir_rl_tui.samples.program).
+    A name that is no file is a shipped sample's (mlir_rl_tui.engine.samples.program).
     """
     specs = [spec] if isinstance(spec, str) else list(spec)
     out: list[str] = []

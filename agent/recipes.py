@@ -187,8 +187,8 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import MISSING, dataclass, field, fields
 
-from mlir_rl_tui import samples
 from mlir_rl_tui.agent.evaluate import gmean
+from mlir_rl_tui.engine import samples
 
 CHECKPOINTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "checkpoints")
 RECIPES = ("default",)

@@ -532,8 +532,8 @@ def same_kind(engine, path: str) -> tuple[float | None, list[tuple[str, float]]]
     import statistics
 
     from mlir_rl_tui.engine.program import load_file, sha256_text
+    from mlir_rl_tui.engine.samples import find, names
     from mlir_rl_tui.engine.schedule import Schedule
-    from mlir_rl_tui.samples import find, names
 
     files = {}  # a sample is one function: its program hash is its text's
     for name in names():

@@ -6,6 +6,7 @@ import math
 import os
 import tempfile
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields
 
@@ -209,7 +210,9 @@ class Engine:
                 return self._place(program, hit, parallel)
         base = None
         if text:
-            base = self.baseline(program, on_progress, cancel, deadline)
+            # the baseline alone gets half the time left: the schedule's timing pairs it again
+            half = None if deadline is None else time.time() + (deadline - time.time()) / 2
+            base = self.baseline(program, on_progress, cancel, half)
             if not base.ok:
                 return Measurement(status=base.status, schedule=text, error=f"baseline: {base.error}")
         body = script(program, schedule, self.limits, check=check) if text else None

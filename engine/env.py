@@ -103,7 +103,7 @@ class ScheduleEnv(gym.Env):
         if isinstance(p, Program):
             return p
         if isinstance(p, str | os.PathLike):
-            from mlir_rl_tui.samples import program
+            from mlir_rl_tui.engine.samples import program
 
             return load_file(program(str(p)))  # a file, else a shipped sample of that name
         raise EngineError(f"program must be a path or an engine.Program, not {type(p).__name__}")

@@ -268,3 +268,15 @@ def test_tiny_recipe_runs_end_to_end(tmp_path, cache_dir, capsys):
                  str(tmp_path / "missing.pt"), "--n", "2", "--exclude", "--limit", "1"]) == 2
     err = capsys.readouterr().err.strip()
     assert "missing.pt" in err and "\n" not in err
+
+
+def test_the_engine_imports_neither_the_app_nor_the_agent_nor_torch():
+    """Dependencies point one way (mlir_rl_tui -> agent -> engine): every import in engine/, also the ones
+    inside functions."""
+    for path in (ROOT / "engine").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            for name in names:
+                assert not name.startswith("torch"), (path, name)
+                assert not name.startswith("mlir_rl_tui") or name.startswith("mlir_rl_tui.engine"), (path, name)

@@ -12,7 +12,7 @@ from conftest import ROOT
 
 from mlir_rl_tui.engine import dataset as ds
 from mlir_rl_tui.engine import load, load_file
-from mlir_rl_tui.samples import program
+from mlir_rl_tui.engine.samples import program
 
 
 @pytest.mark.parametrize("op", ds.SINGLE_OPS)
@@ -107,7 +107,7 @@ def test_import_as_this_machine_refuses_another_kind_of_machine(engine, tmp_path
     from mlir_rl_tui.engine import Schedule
     from mlir_rl_tui.engine.cache import ENGINE_VERSION, Cache
     from mlir_rl_tui.engine.engine import machine_key
-    from mlir_rl_tui.samples import find
+    from mlir_rl_tui.engine.samples import find
 
     relu = load_file(find("relu"))
     m = engine.measure(relu, Schedule({}), use_cache=False)

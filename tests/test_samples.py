@@ -13,8 +13,8 @@ import sys
 import pytest
 from conftest import SAMPLE_FILES, SAMPLES
 
-from mlir_rl_tui import samples
 from mlir_rl_tui.commands import app_parser, build_parser
+from mlir_rl_tui.engine import samples
 
 
 def cli(*args: str, cwd=None, timeout: float = 120) -> subprocess.CompletedProcess:

@@ -36,8 +36,8 @@ def add_json(p: argparse.ArgumentParser, text: str = "print one JSON object") ->
 
 def program_arg(arg: str) -> str:
     """A FILE argument (argparse `type`): the file, or the shipped sample of that name when no such file
-    exists here (mlir_rl_tui.samples.program); a bare name that is neither is a one-line error."""
-    from mlir_rl_tui import samples
+    exists here (mlir_rl_tui.engine.samples.program); a bare name that is neither is a one-line error."""
+    from mlir_rl_tui.engine import samples
 
     path = samples.program(arg)
     if path == arg and not os.path.exists(arg) and samples.looks_like_name(arg):

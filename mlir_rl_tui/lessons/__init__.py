@@ -86,7 +86,7 @@ def load(name_or_path: str) -> Lesson:
             raise EngineError(f"{path}: missing `{key}`")
     prog = str(data["program"])
     if not prog.endswith(".mlir"):
-        from mlir_rl_tui.samples import NoSample, sample_path
+        from mlir_rl_tui.engine.samples import NoSample, sample_path
 
         try:
             prog_path = sample_path(prog)

@@ -1,7 +1,7 @@
 """The sample programs that ship with the product, found by name from anywhere (`mlir-rl-tui matmul`).
 
 They are the repository's `samples/` folder, installed as `mlir_rl_tui/sample_programs` (pyproject's
-package-dir). `program` is the one rule for a program argument of every command and the app: an existing
+package-dir) beside the installed engine, as `samples/` is beside `engine/` in a checkout. `program` is the one rule for a program argument of every command and the app: an existing
 file is that file, else a sample's name is that sample. Nothing heavy is imported here (no MLIR), so
 `mlir-rl-tui samples` answers at once.
 """
@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import os
 
-_HERE = os.path.dirname(os.path.abspath(__file__))
-#: installed (the wheel), then a checkout (an editable install runs from the repository)
-_PLACES = (os.path.join(_HERE, "sample_programs"), os.path.join(os.path.dirname(_HERE), "samples"))
+_TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+#: installed (the wheel: mlir_rl_tui/engine beside mlir_rl_tui/sample_programs), then a checkout (an
+#: editable install runs from the repository: engine/ beside samples/)
+_PLACES = (os.path.join(_TOP, "sample_programs"), os.path.join(_TOP, "samples"))
 #: the argument that names every sample at once (`train --programs samples`), as in a checkout
 ALL = "samples"
 
