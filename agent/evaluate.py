@@ -34,8 +34,8 @@ import statistics
 from collections.abc import Callable
 
 from mlir_rl_tui.agent.fallback import below_baseline, fallback_fires, with_fallback
-from mlir_rl_tui.agent.remeasure import figure, pooled_baseline, remeasure, speedups
 from mlir_rl_tui.engine import Engine, Session, load_file, to_text
+from mlir_rl_tui.engine.remeasure import figure, pooled_baseline, remeasure, speedups
 
 
 def gmean(xs: list[float | None]) -> float | None:

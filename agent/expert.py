@@ -9,10 +9,10 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-from mlir_rl_tui.agent.remeasure import figure, remeasure, speedups
 from mlir_rl_tui.engine import Engine, Program, Schedule, Session, to_text
 from mlir_rl_tui.engine.errors import ScheduleError
 from mlir_rl_tui.engine.mask import effective
+from mlir_rl_tui.engine.remeasure import figure, remeasure, speedups
 from mlir_rl_tui.engine.schedule import TILED, Action, parse
 
 

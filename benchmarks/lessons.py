@@ -18,8 +18,8 @@ import statistics
 import sys
 
 from mlir_rl_tui import lessons
-from mlir_rl_tui.agent.remeasure import remeasure
 from mlir_rl_tui.engine import Engine, load_file, parse
+from mlir_rl_tui.engine.remeasure import remeasure
 
 
 def main() -> int:

@@ -48,10 +48,10 @@ def main(argv: list[str] | None = None) -> int:
     a = p.parse_args(argv)
     sys.path.insert(0, str(ROOT))
     from mlir_rl_tui.agent.evaluate import RowsError, RowsFile, file_sha256, gmean
-    from mlir_rl_tui.agent.remeasure import figure, remeasure, speedups
     from mlir_rl_tui.agent.suggest import load_policy, set_inference_threads, to_measure
     from mlir_rl_tui.commands.dataset import program_paths
     from mlir_rl_tui.engine import Engine, Session, load_file
+    from mlir_rl_tui.engine.remeasure import figure, remeasure, speedups
 
     set_inference_threads(1)
     names = {"A": a.a, **{chr(ord("B") + i): path for i, path in enumerate(a.b)}}

@@ -47,8 +47,8 @@ class Limits:
 class MeasureConfig:
     """How a schedule is measured (engine.timing; paper Sec. VII-A.3, 2024 paper time-out rule)."""
 
-    #: At least this many timing rounds (a round: runs adding up to a few ms; the figure is the median of
-    #: the round medians). The paper took the median of 5 runs; the 2-core VM needs rounds (engine.timing).
+    #: At least this many timing rounds (a round: runs adding up to a few ms; the figure is the median over
+    #: the rounds of each round's fastest run). The paper took the median of 5 runs; the 2-core VM needs rounds (engine.timing).
     runs: int = 10
     #: More rounds until the 95% confidence interval of the median is within this fraction of it ...
     target_rel: float = 0.01

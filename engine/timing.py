@@ -5,8 +5,8 @@ parallel kernel jump by 2x for tens of milliseconds at a time (the host takes th
 first runs after compiling are slower. So:
 
 - warm-up until stable: windows of runs until two successive window medians agree within 3%;
-- rounds: the runs are grouped in rounds of about `round_s` each; a round's median is one sample, so a
-  burst of slow runs costs one round, not the figure;
+- rounds: the runs are grouped in rounds of about `round_s` each; a round's fastest run is one sample
+  (noise only ever adds time), so a burst of slow runs costs one round, not the figure;
 - interleaved: a round of the baseline follows every few rounds of the candidate (A B A B), so a
   speedup is the ratio of two figures from the same moment;
 - enough rounds for the target: rounds continue until the 95% confidence interval of the median over

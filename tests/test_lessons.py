@@ -54,8 +54,8 @@ def measured_again(engine, prog, before: str, after: str) -> float:
     """How many times faster `after` is than `before`, timed afresh side by side (agent.remeasure: 5
     interleaved rounds, more while split), median over median: once measured in the app, a 2x claim read
     1.04x in one CI run, when the machine slowed down between the two steps' timings."""
-    from mlir_rl_tui.agent.remeasure import remeasure
     from mlir_rl_tui.engine import parse
+    from mlir_rl_tui.engine.remeasure import remeasure
 
     runs = remeasure(engine, prog, [parse(before), parse(after)], rounds=5)
     times = [statistics.median(m.time_ms for m in ms if m.ok and m.time_ms) for ms in runs.values()]

@@ -27,8 +27,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("-o", "--output", help="write the transformed module (before lowering) here")
     p.add_argument("--emit-transform", help="write payload + transform script that mlir-opt --transform-interpreter replays")
     p.add_argument("--runs", type=int, default=None,
-                   help="at least this many timing rounds (default 10); the time is the median of the round "
-                        "medians, with its 95%% interval")
+                   help="at least this many timing rounds (default 10); the time is the median over the rounds "
+                        "of each round's fastest run, with its 95%% interval")
     p.add_argument("--no-cache", action="store_true", help="measure even if the cache has an answer")
     add_max_seconds(p)
     p.add_argument("--per-op", action="store_true", help="also each op's share of the time (profiled with markers "

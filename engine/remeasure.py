@@ -3,13 +3,13 @@
 
 Each round measures every schedule once, A B C A B C ..., never from the cache. The machine has slow spells of
 seconds to a minute that the far-cores probe (engine.contention) does not see: in one evaluation sitting a
-convolution's schedule ran 45x, 99x, 45x where three sittings before had measured it at 103-106x, and hill
+convolution's schedule ran 45x, 99x, 45x where earlier evaluations had measured it at 103-106x, and hill
 climbing's schedule beside it 44x, 112x, 113x (docs/agent-training.md). So while a schedule's runs are split
 (its slowest run over its fastest above SPLIT), another round of all of them follows, up to `max_rounds`
 (default 2 x rounds + 1). So it does while every run of a schedule is far (the probe saw the host's far-cores
-state, engine.contention, around each of them: such runs agree with each other and are not a split): in a
-sitting of 2026-11-29 hill climbing's parallel schedule of the sample max pooling ran 1.81x, 1.59x, 1.59x,
-5 of that program's timings flagged far, where the same schedule alone took 3.84-3.92x afterwards.
+state, engine.contention, around each of them: such runs agree with each other and are not a split): in one
+evaluation on an AMD EPYC VM hill climbing's parallel schedule of the sample max pooling ran 1.81x, 1.59x,
+1.59x, 5 of that program's timings flagged far, where the same schedule alone took 3.84-3.92x afterwards.
 
 A schedule's figure is its fastest run (`figure`), and the untransformed program's time in the sitting is
 the fastest of the baselines timed beside the runs (`pooled_baseline`): noise on this machine only ever
