@@ -1,17 +1,41 @@
 """MLIR environment: load linalg programs, schedule them, measure schedules. No UI, no torch."""
 
-from mlir_rl_tui.engine.config import DEFAULT_LIMITS, DEFAULT_MEASURE, Limits, MeasureConfig
-from mlir_rl_tui.engine.engine import Engine, Measurement
-from mlir_rl_tui.engine.errors import EngineError, LoadError, ScheduleError
-from mlir_rl_tui.engine.program import LinalgOp, Program, load, load_file
-from mlir_rl_tui.engine.schedule import Action, Schedule, parse, to_text
-from mlir_rl_tui.engine.session import Session
+from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING
+
+#: The engine's public names and their modules, imported when first used (PEP 562), so a light module of the
+#: engine (engine.samples, engine.schedule) is imported without numpy and the worker machinery.
+_EXPORTS = {
+    "DEFAULT_LIMITS": "config", "DEFAULT_MEASURE": "config", "Limits": "config", "MeasureConfig": "config",
+    "Engine": "engine", "Measurement": "engine",
+    "EngineError": "errors", "LoadError": "errors", "ScheduleError": "errors",
+    "LinalgOp": "program", "Program": "program", "load": "program", "load_file": "program",
+    "Action": "schedule", "Schedule": "schedule", "parse": "schedule", "to_text": "schedule",
+    "Session": "session",
+}
 __all__ = [
     "DEFAULT_LIMITS", "DEFAULT_MEASURE", "Action", "Engine", "EngineError", "LinalgOp", "Limits", "LoadError",
     "MeasureConfig", "Measurement", "Program", "Schedule", "ScheduleError", "Session", "load", "load_file",
     "parse", "to_text",
 ]
+
+if TYPE_CHECKING:
+    from mlir_rl_tui.engine.config import DEFAULT_LIMITS, DEFAULT_MEASURE, Limits, MeasureConfig
+    from mlir_rl_tui.engine.engine import Engine, Measurement
+    from mlir_rl_tui.engine.errors import EngineError, LoadError, ScheduleError
+    from mlir_rl_tui.engine.program import LinalgOp, Program, load, load_file
+    from mlir_rl_tui.engine.schedule import Action, Schedule, parse, to_text
+    from mlir_rl_tui.engine.session import Session
+
+
+def __getattr__(name: str):
+    if name in _EXPORTS:
+        value = getattr(importlib.import_module(f"mlir_rl_tui.engine.{_EXPORTS[name]}"), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'mlir_rl_tui.engine' has no attribute {name!r}")
 
 
 def _register_env_with_gymnasium() -> None:
