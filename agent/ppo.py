@@ -198,6 +198,23 @@ def gae(ep: Rollout, gamma: float, lam: float) -> tuple[np.ndarray, np.ndarray]:
     return adv, adv + values
 
 
+def clipped_losses(newlogprob: torch.Tensor, oldlogprob: torch.Tensor, adv: torch.Tensor, value: torch.Tensor,
+                   returns: torch.Tensor, clip_coef: float, norm_adv: bool
+                   ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """A minibatch's PPO-clip policy loss and value loss (paper Sec. V, cleanrl's ppo.py), with the
+    approximate KL between the old and new policies and the fraction of ratios outside the clip range."""
+    logratio = newlogprob - oldlogprob
+    ratio = logratio.exp()
+    with torch.no_grad():
+        approx_kl = ((ratio - 1) - logratio).mean()
+        clipfrac = ((ratio - 1.0).abs() > clip_coef).float().mean()
+    if norm_adv and len(adv) > 1:
+        adv = (adv - adv.mean()) / (adv.std() + 1e-8)
+    pg_loss = torch.max(-adv * ratio, -adv * ratio.clamp(1 - clip_coef, 1 + clip_coef)).mean()
+    v_loss = 0.5 * ((value - returns) ** 2).mean()
+    return pg_loss, v_loss, approx_kl, clipfrac
+
+
 def update(model: ActorCritic, optimizer: optim.Optimizer, eps: list[Rollout], args: Args,
            rng: np.random.Generator) -> dict[str, float]:
     """PPO-clip epochs over the batch's decisions, reusing the masks stored with the rollout."""
@@ -220,16 +237,8 @@ def update(model: ActorCritic, optimizer: optim.Optimizer, eps: list[Rollout], a
             logits, value = model(b_obs[mb])
             masks = {k: v[mb] for k, v in b_masks.items()}
             newlogprob, entropy = evaluate_actions(distribution(logits, masks), masks, b_actions[mb])
-            logratio = newlogprob - b_logprobs[mb]
-            ratio = logratio.exp()
-            with torch.no_grad():
-                approx_kl = ((ratio - 1) - logratio).mean()
-                clipfrac = ((ratio - 1.0).abs() > args.clip_coef).float().mean()
-            mb_adv = b_adv[mb]
-            if args.norm_adv and len(mb) > 1:
-                mb_adv = (mb_adv - mb_adv.mean()) / (mb_adv.std() + 1e-8)
-            pg_loss = torch.max(-mb_adv * ratio, -mb_adv * ratio.clamp(1 - args.clip_coef, 1 + args.clip_coef)).mean()
-            v_loss = 0.5 * ((value - b_returns[mb]) ** 2).mean()
+            pg_loss, v_loss, approx_kl, clipfrac = clipped_losses(
+                newlogprob, b_logprobs[mb], b_adv[mb], value, b_returns[mb], args.clip_coef, args.norm_adv)
             ent = entropy.mean()
             loss = pg_loss - args.ent_coef * ent + args.vf_coef * v_loss
             optimizer.zero_grad()
