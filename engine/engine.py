@@ -205,7 +205,9 @@ class Engine:
         parallel = bool(text) and uses_parallel(schedule) and self.openmp
         if use_cache and self.reuse and self.cache is not None:
             hit = self.cache.get(program.sha256, text, self.machine, parse=Measurement.from_record)
-            if hit is not None:  # checked: a corrupted record is reported, dropped and measured again
+            # checked: a corrupted record is reported, dropped and measured again; so is a wrong result (a bug
+            # of the version that measured it, which a newer one may have fixed: it is rare, and measured anew)
+            if hit is not None and hit.status != "wrong-result":
                 hit.cached = True
                 return self._place(program, hit, parallel)
         base = None

@@ -361,14 +361,44 @@ def traversal_ids(n: int) -> list[str]:
     return [f"op{n - 1 - i}" for i in range(n)]
 
 
+def untie_empties(root) -> int:
+    """Give every use of a `tensor.empty` under `root` its own copy (returns how many were made).
+
+    torch-mlir writes one `tensor.empty` for all the ops of one result shape (CSE). When a consumer is tiled
+    into an scf.forall whose shared output is that empty, `fuse_into_containing_op` makes a fused producer
+    with the same empty as destination write into the forall's shared output; the producer's tile is larger
+    than the consumer's (its rows for all of a matmul's K), so it overwrites what other iterations wrote (an
+    MLP block: `op3: TF(4,32) V; op4: TF(4,0,0) NT`, 8181 of 8192 elements wrong). An empty's contents are
+    undefined, so copies are the same program; bufferization allocates each destination either way."""
+    from mlir import ir
+
+    empties = []
+
+    def visit(op):
+        if op.name == "tensor.empty":
+            empties.append(op)
+        return ir.WalkResult.ADVANCE
+
+    root.operation.walk(visit, ir.WalkOrder.PRE_ORDER)
+    made = 0
+    for empty in empties:
+        for use in list(empty.result.uses)[1:]:
+            user = use.owner
+            copy = empty.clone(ip=ir.InsertionPoint(user))
+            user.operands[use.operand_number] = copy.result
+            made += 1
+    return made
+
+
 def tag_ops(module, func: str | None = None) -> None:
-    """Tag every linalg op of function `func` (all functions when None) with its traversal id; the
-    worker calls this on a fresh parse, so ids match the Program's."""
+    """Tag every linalg op of function `func` (all functions when None) with its traversal id, after
+    `untie_empties`; the worker calls this on a fresh parse, so ids match the Program's."""
     from mlir import ir
 
     root = module
     if func is not None:
         root = next((f for f in functions_with_body(module) if _sym(f) == func), module)
+    untie_empties(root)
     ops = collect_linalg_ops(root)
     for op, oid in zip(ops, traversal_ids(len(ops))):
         op.attributes[TAG] = ir.StringAttr.get(oid)

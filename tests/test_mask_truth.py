@@ -185,6 +185,49 @@ def test_covering_tile_sizes_are_emitted_as_untiled():
     assert "tile_using_forall" not in script(chain, parse("op0: TF(256,256)"))  # tiles nothing: no fusion
 
 
+#: Two layers of an MLP as torch-mlir writes them: one tensor.empty is the destination of both ReLUs (and of the
+#: fill both matmuls start from).
+MLP_SHARED_EMPTY = """
+#id = affine_map<(d0, d1) -> (d0, d1)>
+func.func @forward(%x: tensor<32x256xf32>, %w1: tensor<256x512xf32>, %w2: tensor<512x512xf32>) -> tensor<32x512xf32> {
+  %c0 = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<32x512xf32>
+  %f = linalg.fill ins(%c0 : f32) outs(%e : tensor<32x512xf32>) -> tensor<32x512xf32>
+  %m1 = linalg.matmul ins(%x, %w1 : tensor<32x256xf32>, tensor<256x512xf32>) outs(%f : tensor<32x512xf32>) -> tensor<32x512xf32>
+  %r1 = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%m1 : tensor<32x512xf32>) outs(%e : tensor<32x512xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %y = arith.maximumf %a, %c0 : f32
+    linalg.yield %y : f32
+  } -> tensor<32x512xf32>
+  %m2 = linalg.matmul ins(%r1, %w2 : tensor<32x512xf32>, tensor<512x512xf32>) outs(%f : tensor<32x512xf32>) -> tensor<32x512xf32>
+  %r2 = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%m2 : tensor<32x512xf32>) outs(%e : tensor<32x512xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %y = arith.maximumf %a, %c0 : f32
+    linalg.yield %y : f32
+  } -> tensor<32x512xf32>
+  return %r2 : tensor<32x512xf32>
+}
+"""
+
+
+@pytest.mark.parametrize("text", ["op0: TF(4,32) V; op1: TF(4,0,0) NT", "op0: TF(4,32) V; op1: TF(4,0,0) T(2,0,2) V"])
+def test_a_producer_fused_into_a_tile_does_not_write_into_the_tiles_shared_output(engine, tmp_path, text):
+    """op2 (the first ReLU) follows op1 into op0's 4x32 tiles; with the destination it shares with op0 (one
+    tensor.empty), fusion made it write its 4x512 rows into the forall's shared output, over the other tiles'
+    results: 11592 of 16384 elements wrong. Each use of an empty now has its own (engine.program.untie_empties)."""
+    from mlir_rl_tui.engine.compile import Stages, transform_ir
+
+    path = tmp_path / "mlp.mlir"
+    path.write_text(MLP_SHARED_EMPTY)
+    prog = load_file(str(path))
+    check_schedule(prog, parse(text))
+    m = engine.measure(prog, parse(text), use_cache=False)
+    assert m.status == "ok" and m.validated, m.error
+    assert transform_ir(MLP_SHARED_EMPTY, None, Stages(), "forward").count("tensor.empty()") == 3  # one for each of its 3 uses
+
+
 # -- the fuzz itself, on a small seeded sample ---------------------------------------------------------
 @pytest.mark.slow
 def test_random_masked_episodes_compute_the_right_result(engine, conv_nchw):
