@@ -50,6 +50,7 @@ COMMANDS: dict[str, Command] = {
     "ensemble": Command("ensemble", "several policies as one checkpoint that decides with all of them"),
     "costmodel": Command("costmodel", "the learned cost model: train it on the cache's measurements, evaluate it"),
     "lesson": Command("lesson", "guided lessons: loop transformations step by step, measured live"),
+    "doctor": Command("doctor", "this machine: cores, runtime, roofline, and how much to trust a measurement now"),
     "convert-checkpoint": Command("convert_checkpoint", "convert an older checkpoint to the current format "
                                                         "(unpickles it: only files you trust)"),
 }
