@@ -139,7 +139,7 @@ class Worker:
                 phase = msg.get("phase", "")
                 if on_progress is not None:
                     on_progress(phase, msg.get("i", 0), msg.get("n", 0))
-                deadline = time.monotonic() + (run_timeout if phase == "run" else compile_timeout)
+                deadline = time.monotonic() + (run_timeout if phase in ("run", "retry") else compile_timeout)
 
     def finish(self, wait_s: float = 5.0) -> None:
         """Wait for a worker that said it is ending; kill it if it does not."""

@@ -362,7 +362,7 @@ def handle(req: dict, out, baselines: _Baselines, watchdog: Watchdog | None = No
     wait = 0.0
     for attempt in range(max(CONTENTION_RETRIES, len(FAR_WAITS_S)) + 1):
         if attempt:  # timed again while other processes took a needed core, or the host kept the cores far
-            phase("run", 0, 0)  # the pool counts its time-out from the last event
+            phase("retry", attempt, 0)  # the pool counts its time-out from the last event
             time.sleep(wait)
         with _flock(req.get("lock")), _flock(cpu), _pinned(), _spinning(compiled, req["parallel"]):
             seen = Watch.start()
