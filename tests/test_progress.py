@@ -25,7 +25,7 @@ def test_nothing_within_the_first_second_then_the_elapsed_time():
     assert out.getvalue() == ""
     clock.t += 0.2
     line.update("apply: the first run")
-    assert out.getvalue() == "apply: first run (1 s)\n"
+    assert out.getvalue() == "apply: the first run (1 s)\n"
 
 
 def test_a_log_gets_a_line_every_few_seconds_not_every_update():
