@@ -211,6 +211,8 @@ def build_body(program: Program, schedule: Schedule, limits: Limits = DEFAULT_LI
             h, fa = tile_fuse(b, h, untiled_covering(st, a), op.fusion_producer, tag, chain)
             if fa is not None or chain:
                 scopes[op.fusion_producer] = (chain + ([fa] if fa is not None else []), tag)
+            else:  # no tile, no enclosing one: the producer stays as it is, and its own actions apply to it there
+                scopes.pop(op.fusion_producer, None)
         elif a.kind == "I":
             h = interchange(b, h, a.params)
         elif a.kind == "V":

@@ -228,6 +228,38 @@ def test_a_producer_fused_into_a_tile_does_not_write_into_the_tiles_shared_outpu
     assert transform_ir(MLP_SHARED_EMPTY, None, Stages(), "forward").count("tensor.empty()") == 3  # one for each of its 3 uses
 
 
+#: Two matmuls of the arguments that start from one fill (torch-mlir shares it), summed.
+TWO_MATMULS_ONE_FILL = """
+func.func @forward(%x: tensor<32x64xf32>, %w1: tensor<64x512xf32>, %w2: tensor<64x512xf32>) -> tensor<32x512xf32> {
+  %c0 = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<32x512xf32>
+  %f = linalg.fill ins(%c0 : f32) outs(%e : tensor<32x512xf32>) -> tensor<32x512xf32>
+  %m1 = linalg.matmul ins(%x, %w1 : tensor<32x64xf32>, tensor<64x512xf32>) outs(%f : tensor<32x512xf32>) -> tensor<32x512xf32>
+  %m2 = linalg.matmul ins(%x, %w2 : tensor<32x64xf32>, tensor<64x512xf32>) outs(%f : tensor<32x512xf32>) -> tensor<32x512xf32>
+  %r = linalg.add ins(%m1, %m2 : tensor<32x512xf32>, tensor<32x512xf32>) outs(%e : tensor<32x512xf32>) -> tensor<32x512xf32>
+  return %r : tensor<32x512xf32>
+}
+"""
+
+
+def test_a_fusion_that_makes_no_tile_leaves_the_producers_actions_on_the_producer(engine, tmp_path):
+    """op3 (the fill) is fused into op1's tiles first; op2's TF(32,0,0) covers op2 whole: no tile, nothing
+    fused, and op3's own actions must apply to op3 as the state describes it (32x512), not to the copy in
+    op1's 4x32 tiles (the fuzz's `op19: TF(1,4,1,2,0,0); op29: TF(1,0,0,0,0,0,0); op30: TP(1,8,4,2) V` on an
+    inverted residual block: TP(1,8,..) on the copy's 1x4x.. tile, and V failed)."""
+    path = tmp_path / "two.mlir"
+    path.write_text(TWO_MATMULS_ONE_FILL)
+    prog = load_file(str(path))
+    text = "op1: TF(4,32,0) T(0,0,8) V; op2: TF(32,0,0) T(4,32,8) V; op3: TP(2,64) V"
+    st = check_schedule(prog, parse(text))["op3"]
+    assert st.fused_into == "op2" and st.extents == [2, 64]  # after its TP(2,64) of the whole 32x512
+    lines = script(prog, parse(text)).splitlines()
+    own = lines[next(i for i, ln in enumerate(lines) if ln.strip().startswith("// op3")) + 1]
+    assert 'match attributes {rl.op = "op3"} in %root' in own, own
+    m = engine.validate(prog, parse(text))
+    assert m.status == "ok" and m.validated, m.error
+
+
 # -- the fuzz itself, on a small seeded sample ---------------------------------------------------------
 @pytest.mark.slow
 def test_random_masked_episodes_compute_the_right_result(engine, conv_nchw):
