@@ -36,9 +36,9 @@ from dataclasses import dataclass
 SLACK_CORES = 0.35
 
 
-def _busy_s() -> float | None:
-    """Seconds all CPUs spent not idle since boot (user, nice, system, irq, softirq, steal); None without
-    /proc/stat."""
+def cpu_ticks() -> list[int] | None:
+    """All CPUs' ticks since boot by state (user, nice, system, idle, iowait, irq, softirq, steal, ...), from
+    /proc/stat's first line; None without it."""
     try:
         with open("/proc/stat") as f:
             fields = f.readline().split()
@@ -46,7 +46,16 @@ def _busy_s() -> float | None:
         return None
     if not fields or fields[0] != "cpu" or len(fields) < 9:
         return None
-    user, nice, system, _idle, _iowait, irq, softirq, steal = map(int, fields[1:9])
+    return [int(x) for x in fields[1:]]
+
+
+def _busy_s() -> float | None:
+    """Seconds all CPUs spent not idle since boot (user, nice, system, irq, softirq, steal); None without
+    /proc/stat."""
+    ticks = cpu_ticks()
+    if ticks is None:
+        return None
+    user, nice, system, _idle, _iowait, irq, softirq, steal = ticks[:8]
     return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
 
 

@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
-from mlir_rl_tui.engine.contention import Watch
+from mlir_rl_tui.engine.contention import Watch, cpu_ticks
 
 #: The reference schedules: what benchmarks/measurement_noise.py measures on the matmul sample.
 SERIAL = "op0: T(8,32,1) V"
@@ -91,17 +91,10 @@ def cpu_model() -> str:
     return platform.machine() or "unknown"
 
 
-def _cpu_ticks() -> tuple[int, int] | None:
-    """(steal, total) ticks of all CPUs since boot, from /proc/stat; None without it."""
-    try:
-        with open("/proc/stat") as f:
-            fields = f.readline().split()
-    except OSError:
-        return None
-    if not fields or fields[0] != "cpu" or len(fields) < 9:
-        return None
-    ticks = [int(x) for x in fields[1:]]
-    return ticks[7], sum(ticks[:8])
+def _steal_ticks() -> tuple[int, int] | None:
+    """(steal, total) ticks of all CPUs since boot (engine.contention.cpu_ticks)."""
+    ticks = cpu_ticks()
+    return (ticks[7], sum(ticks[:8])) if ticks else None
 
 
 def state_of(serial: float | None, parallel: float | None, steal: float | None,
@@ -124,7 +117,7 @@ def diagnose(engine, repeats: int = 5, on_progress: Callable[[str], None] | None
     from mlir_rl_tui.engine.schedule import parse
 
     say = on_progress or (lambda s: None)
-    t0, ticks0, watch = time.time(), _cpu_ticks(), Watch.start()
+    t0, ticks0, watch = time.time(), _steal_ticks(), Watch.start()
     say("the roofline (FMA peak and bandwidth; measured once per machine, about 20 s)")
     peaks = engine.peaks()
     prog = load_file(sample_path("matmul"))
@@ -144,7 +137,7 @@ def diagnose(engine, repeats: int = 5, on_progress: Callable[[str], None] | None
                     noise.rel_ci.append(m.rel_error)
             else:
                 noise.failed += 1
-    ticks1 = _cpu_ticks()
+    ticks1 = _steal_ticks()
     steal = None
     if ticks0 and ticks1 and ticks1[1] > ticks0[1]:
         steal = (ticks1[0] - ticks0[0]) / (ticks1[1] - ticks0[1])
