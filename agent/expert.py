@@ -60,7 +60,7 @@ def policy_target(program: Program, schedule: Schedule, openmp: bool = True) -> 
     tilings that tile nothing (`engine.mask.effective`: no code, and imitated they teach the policy to spend
     its tau on them: hill climbing's schedules have them, e.g. `T(16)` on a loop of 16)."""
     fitted = legal_schedule(program, schedule.ops, openmp, fit=to_candidates)
-    return legal_schedule(program, effective(program, fitted, openmp=openmp).ops, openmp)
+    return legal_schedule(program, effective(program, fitted, openmp=openmp, sizes_as_given=True).ops, openmp)
 
 
 def imitation_target(engine: Engine, program: Program, schedule: Schedule, measurement,

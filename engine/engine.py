@@ -151,14 +151,11 @@ class Engine:
     """Measures schedules for the app, search, the env and training through one worker pool and cache."""
 
     def __init__(self, limits: Limits = DEFAULT_LIMITS, config: MeasureConfig = DEFAULT_MEASURE,
-                 cache: Cache | None | bool = True, workers: int | None = None, reuse: bool = True,
-                 roofline: bool = True) -> None:
+                 cache: Cache | None | bool = True, workers: int | None = None, reuse: bool = True) -> None:
         """`reuse=False` measures every schedule again (results are still stored, and the machine's
-        roofline still comes from the cache). `roofline=False` takes the roofline from the cache only: a
-        first answer on a new machine does not wait the ~20 s of measuring it (`mlir-rl-tui doctor` does)."""
+        roofline still comes from the cache)."""
         self.limits = limits
         self.reuse = reuse
-        self.roofline = roofline
         self.config = config
         self.cache: Cache | None = Cache() if cache is True else (cache if isinstance(cache, Cache) else None)
         self.pool = WorkerPool(workers or config.workers, config.memory_limit_bytes, config.worker_nice)
@@ -266,8 +263,6 @@ class Engine:
                 rec = self.cache.get_machine(self.machine, parse=peaks_from_record) if self.cache is not None else None
                 if rec is not None:
                     self._peaks = rec
-                elif not self.roofline:
-                    return None
                 else:
                     self._peaks = self._measure_peaks()
                     if self._peaks is not None and self.cache is not None:

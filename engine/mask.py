@@ -404,14 +404,15 @@ def tiles_nothing(st: OpState, action: Action) -> bool:
 
 
 def effective(program: Program, schedule: Schedule, limits: Limits = DEFAULT_LIMITS,
-              openmp: bool = True) -> Schedule:
+              openmp: bool = True, sizes_as_given: bool = False) -> Schedule:
     """The schedule as the transforms apply it: without NT, without tilings that tile nothing, and with
     covering tile sizes as 0 (`applied`). Two schedules with the same effective form are the same code
-    (measured and cached as one)."""
+    (measured and cached as one). `sizes_as_given` keeps the sizes as written (imitation targets: the
+    policy's own choices)."""
     ops: dict[str, list[Action]] = {k: [] for k in schedule.ops}
     for st, a in walk(program, schedule, limits, openmp, check=False):
         if a.kind != "NT" and not tiles_nothing(st, a):
-            ops[st.op.id].append(applied(st, a))
+            ops[st.op.id].append(a if sizes_as_given else applied(st, a))
     return Schedule(ops)
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 
 from mlir_rl_tui.commands.common import (
-    NO_ROOFLINE,
     Deadline,
     add_entry,
     add_json,
@@ -16,7 +15,6 @@ from mlir_rl_tui.commands.common import (
     fail,
     load_program,
     make_engine,
-    note,
     write_text,
 )
 
@@ -50,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
         from mlir_rl_tui.engine.export import replayable
 
         write_text(args.emit_transform, replayable(prog, sched))
-    with ProgressLine() as line, make_engine(args, roofline=False) as eng, Deadline(args.max_seconds) as limit:
+    with ProgressLine() as line, make_engine(args) as eng, Deadline(args.max_seconds) as limit:
         if args.output:
             status, text = eng.transformed_ir(prog, sched)
             if status != "ok":
@@ -63,9 +61,6 @@ def run(args: argparse.Namespace) -> int:
             line.clear()
             return limit.stopped(doing)
         groups = eng.per_op(prog, sched) if args.per_op and m.ok and not limit.cancel.is_set() else None
-        unplaced = m.ok and m.peak_fraction is None and eng.peaks() is None
-    if unplaced:
-        note(NO_ROOFLINE)
     if args.json:
         emit({**m.to_json(), **({"per_op": groups} if groups is not None else {})})
     elif m.ok:

@@ -128,19 +128,13 @@ class Deadline:
         return fail(f"stopped at --max-seconds {self.seconds:g} while {what}", 1)
 
 
-def make_engine(args: argparse.Namespace, roofline: bool = True):
-    """The engine with the command's `--runs` and `--no-cache`, when it has them; `roofline=False` for a
-    command whose first answer should not wait for the roofline (Engine)."""
+def make_engine(args: argparse.Namespace):
+    """The engine with the command's `--runs` and `--no-cache`, when it has them."""
     from mlir_rl_tui.engine import Engine
     from mlir_rl_tui.engine.config import MeasureConfig
 
     cfg = MeasureConfig(runs=getattr(args, "runs", None) or MeasureConfig.runs)
-    return Engine(config=cfg, reuse=not getattr(args, "no_cache", False), roofline=roofline)
-
-
-#: Said once by a command that measured without the machine's roofline.
-NO_ROOFLINE = ("this machine's roofline is not measured yet, so no figure says how far it is from the FMA peak or "
-               "the bandwidth: `mlir-rl-tui doctor` measures it once (about 20 s)")
+    return Engine(config=cfg, reuse=not getattr(args, "no_cache", False))
 
 
 def load_policy(path: str | None):

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 
 from mlir_rl_tui.commands.common import (
-    NO_ROOFLINE,
     Deadline,
     add_entry,
     add_json,
@@ -16,7 +15,6 @@ from mlir_rl_tui.commands.common import (
     load_policy,
     load_program,
     make_engine,
-    note,
 )
 
 
@@ -44,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
     check_measurable(prog, args.file, args.max_seconds)
     pol = load_policy(args.policy)
     fallback = None
-    with ProgressLine() as line, make_engine(args, roofline=False) as eng, Deadline(args.max_seconds) as limit:
+    with ProgressLine() as line, make_engine(args) as eng, Deadline(args.max_seconds) as limit:
         line.update("optimize: the policy schedules the program")
         sess = pol.schedule(Session(prog, openmp=eng.openmp))
         m = eng.measure(prog, to_measure(sess.schedule), use_cache=not args.no_cache,
@@ -58,9 +56,6 @@ def run(args: argparse.Namespace) -> int:
             doing = line.text
             line.clear()
             return limit.stopped(doing)
-        unplaced = m.ok and m.peak_fraction is None and eng.peaks() is None
-    if unplaced:
-        note(NO_ROOFLINE)
     out = {**m.to_json(), "policy_ms": round(pol.ms_per_decision, 3), "decisions": len(pol.decision_ms),
            "fallback_fired": fallback is not None, "policy_below_baseline": below}
     if fallback:
