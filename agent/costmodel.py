@@ -114,10 +114,44 @@ class CostModel:
 
     def predict(self, program: Program, schedules: list[Schedule]) -> list[tuple[float, float]]:
         """(predicted speedup, its standard deviation) per schedule, in order."""
+        mu, sd = self._log_stats(program, schedules)
+        return [(math.exp(float(m)), math.exp(float(m)) * float(d)) for m, d in zip(mu, sd)]
+
+    def _log_stats(self, program: Program, schedules: list[Schedule]) -> tuple[np.ndarray, np.ndarray]:
         base = program_matrix(program, Schedule({}), self.limits)
         logs = self.log_predict([program_matrix(program, s, self.limits) for s in schedules], [base] * len(schedules))
-        mu, sd = logs.mean(axis=0), logs.std(axis=0)
-        return [(math.exp(float(m)), math.exp(float(m)) * float(d)) for m, d in zip(mu, sd)]
+        return logs.mean(axis=0), logs.std(axis=0)
+
+    @property
+    def calibration(self) -> dict | None:
+        """The interval's calibration (agent.costmodel_train.calibrate): level, q, floor, the op kinds the
+        model was trained on and the coverage measured on held-out programs; None: not calibrated."""
+        c = self.info.get("interval")
+        ok = isinstance(c, dict) and all(isinstance(c.get(k), int | float) and math.isfinite(c[k]) and c[k] >= 0
+                                         for k in ("level", "q", "floor"))
+        return c if ok else None
+
+    def interval(self, mu: float, sd: float) -> tuple[float, float, float] | None:
+        """(speedup, low, high) of a log prediction `mu` with members' spread `sd`: exp(mu -+ q (sd + floor))."""
+        c = self.calibration
+        if c is None:
+            return None
+        h = c["q"] * (sd + c["floor"])
+        return math.exp(mu), math.exp(mu - h), math.exp(mu + h)
+
+    def knows(self, program: Program) -> bool:
+        """Whether the model was trained on every op kind of `program` (a calibrated model records them)."""
+        kinds = (self.calibration or {}).get("op_types")
+        return not isinstance(kinds, list) or all(op.op_type in kinds for op in program.ops)
+
+    def predict_interval(self, program: Program, schedules: list[Schedule]) -> list[tuple[float, float, float] | None]:
+        """(predicted speedup, low, high) per schedule, the calibrated interval (it covered `level` of the
+        measured speedups of held-out programs); None for every schedule when the model is not calibrated
+        or the program has an op kind it was not trained on: it does not know."""
+        if self.calibration is None or not self.knows(program) or not schedules:
+            return [None] * len(schedules)
+        mu, sd = self._log_stats(program, schedules)
+        return [self.interval(float(m), float(d)) for m, d in zip(mu, sd)]
 
     def save(self, path: str) -> None:
         tensors = {f"m{i}.{k}": v for i, m in enumerate(self.members) for k, v in m.state_dict().items()}

@@ -217,6 +217,45 @@ def evaluate(model: CostModel, samples: list[Sample], names: dict[str, str] | No
         "mean_rel_error": float(np.mean(np.abs(np.exp(mu - y) - 1))),
         "median_rel_error": float(np.median(np.abs(np.exp(mu - y) - 1))),
         "within_2_std": float(np.mean(np.abs(mu - y) <= 2 * sd)),
+        **({"within_interval": float(np.mean(_inside(model, mu, sd, y))), "interval_level": model.calibration["level"]}
+           if model.calibration is not None else {}),
         "top1_gmean": float(math.exp(np.mean([math.log(p["top1"]) for p in per.values()]))) if per else float("nan"),
         "per_program": per,
     }
+
+
+# ----------------------------------------------------------------------------------------------
+def _inside(model: CostModel, mu: np.ndarray, sd: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Whether each measured log speedup is inside the model's calibrated interval."""
+    c = model.calibration
+    return np.abs(y - mu) <= c["q"] * (sd + c["floor"])
+
+
+def conformal_q(scores: np.ndarray, level: float) -> float:
+    """The split-conformal quantile: the ceil((n + 1) level)-th smallest score (the largest when that is
+    past n), so that a new score falls under it with probability >= level."""
+    xs = np.sort(np.asarray(scores, float))
+    k = math.ceil((len(xs) + 1) * level)
+    return float(xs[min(k, len(xs)) - 1])
+
+
+def calibrate(model: CostModel, samples: list[Sample], op_types: list[str], level: float = 0.9) -> dict:
+    """Calibrate the model's interval on `samples` of programs it was not trained on (split conformal
+    prediction, scores |log measured - log predicted| / (members' spread + floor), the floor the median
+    spread): the interval record for `model.info["interval"]`. Its `coverage` is honest: the programs are
+    split in two halves, each half's measured speedups checked against the interval calibrated on the other."""
+    if len({s.program for s in samples}) < 2:
+        raise EngineError("calibrating the cost model's interval needs measurements of at least 2 held-out programs")
+    logs = model.log_predict([s.x for s in samples], [s.x0 for s in samples])
+    mu, sd = logs.mean(axis=0), logs.std(axis=0)
+    y = np.array([s.log_speedup for s in samples])
+    floor = float(np.median(sd))
+    scores = np.abs(y - mu) / (sd + floor)
+    progs = sorted({s.program for s in samples})
+    half = np.array([progs.index(s.program) % 2 for s in samples])
+    covered = 0.0
+    for a in (0, 1):
+        q = conformal_q(scores[half == a], level)
+        covered += float(np.sum(scores[half != a] <= q))
+    return {"level": level, "q": conformal_q(scores, level), "floor": floor, "coverage": covered / len(samples),
+            "samples": len(samples), "programs": len(progs), "op_types": sorted(op_types)}

@@ -63,9 +63,10 @@ class LevelPointer:
 
 
 class CostModel(Protocol):
-    """What `explain` needs of agent.costmodel's model: a predicted speedup and its spread per schedule."""
+    """What `explain` needs of agent.costmodel's model: a predicted speedup and its calibrated interval per
+    schedule, or None where the model does not know (agent.costmodel.CostModel.predict_interval)."""
 
-    def predict(self, program, schedules: list[Schedule]) -> list[tuple[float, float]]: ...
+    def predict_interval(self, program, schedules: list[Schedule]) -> list[tuple[float, float, float] | None]: ...
 
 
 def load_cost_model(path: str | None = None) -> CostModel | None:
@@ -89,8 +90,9 @@ class Candidate:
     kind: str
     p_kind: float
     p_params: float
-    predicted: tuple[float, float] | None = None
-    """the cost model's (speedup, std) of the schedule with this action applied; None: no prediction"""
+    predicted: tuple[float, float, float] | None = None
+    """the cost model's (speedup, low, high) of the schedule with this action applied, the interval calibrated
+    on held-out programs; None: no prediction (no model, not calibrated, or an op kind it does not know)"""
 
     @property
     def joint(self) -> float:
@@ -341,9 +343,10 @@ def _parameters(session, kind: str, vec: np.ndarray, logp: dict[str, np.ndarray]
     return out
 
 
-def predict(cost_model: CostModel | None, session, actions: list) -> list[tuple[float, float] | None]:
-    """The cost model's (speedup, std) of the schedule each action leads to; None where there is no model,
-    the action leaves an interchange unfinished (no schedule to predict yet) or the model fails."""
+def predict(cost_model: CostModel | None, session, actions: list) -> list[tuple[float, float, float] | None]:
+    """The cost model's (speedup, low, high) of the schedule each action leads to; None where there is no
+    model, the action leaves an interchange unfinished (no schedule to predict yet), the model does not know
+    (agent.costmodel.CostModel.predict_interval) or fails."""
     if cost_model is None:
         return [None] * len(actions)
     scheds: list[Schedule | None] = []
@@ -355,17 +358,17 @@ def predict(cost_model: CostModel | None, session, actions: list) -> list[tuple[
         scheds.append(None if s is None or s.pending else s.schedule)
     todo = [s for s in scheds if s is not None]
     try:
-        got = iter(cost_model.predict(session.program, todo)) if todo else iter(())
-        return [None if s is None else _pair(next(got)) for s in scheds]
+        got = iter(cost_model.predict_interval(session.program, todo)) if todo else iter(())
+        return [None if s is None else _triple(next(got)) for s in scheds]
     except Exception:  # noqa: BLE001 - a failing cost model shows "-", never breaks the suggestion
         return [None] * len(actions)
 
 
-def _pair(x) -> tuple[float, float] | None:
+def _triple(x) -> tuple[float, float, float] | None:
     if x is None:
         return None
-    sp, std = float(x[0]), float(x[1])
-    return (sp, std) if math.isfinite(sp) and sp > 0 else None
+    sp, lo, hi = float(x[0]), float(x[1]), float(x[2])
+    return (sp, lo, hi) if all(math.isfinite(v) and v > 0 for v in (sp, lo, hi)) and lo <= sp <= hi else None
 
 
 def explain(session, logp: dict[str, np.ndarray], masks: dict[str, np.ndarray], value: float | None = None,

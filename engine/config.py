@@ -68,11 +68,15 @@ class MeasureConfig:
     #: Niceness of the worker processes. The app uses 10 so compiling on both cores never starves its
     #: event loop; search and training keep 0 (nothing interactive competes with them).
     worker_nice: int = 0
-    #: Wait out the host's far placement of the cores (engine.contention.far): a parallel timing whose
-    #: hand-off probe is far is timed again after up to 6.5 s, then flagged and not cached. Off
-    #: (MLIR_RL_TUI_WAIT_FAR=0, the test suite's setting: its figures are not the point, and waiting made
-    #: it 8 minutes longer) such timings are taken as they come.
+    #: Wait out the host's bad states: a parallel timing whose hand-off probe is far (engine.contention.far)
+    #: is timed again after up to 6.5 s, one with too few steady rounds (engine.timing) after up to 1.3 s,
+    #: then flagged and not cached. Off (MLIR_RL_TUI_WAIT_FAR=0, the test suite's setting: its figures are
+    #: not the point, and waiting made it 8 minutes longer) such timings are taken as they come, unflagged.
     wait_far: bool = field(default_factory=lambda: os.environ.get("MLIR_RL_TUI_WAIT_FAR", "1") != "0")
+    #: Time the state probe around every timing and take the figure from its steady rounds (engine.timing);
+    #: with wait_far, a timing with too few steady rounds is timed again (engine.contention.STATE_WAITS_S)
+    #: before it is flagged unsteady and not cached.
+    steady: bool = True
 
     def timing(self) -> dict:
         """The engine.timing.TimingConfig fields this config sets (sent to the worker as JSON)."""

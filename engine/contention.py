@@ -125,3 +125,44 @@ def far(handoff_us: float | None, near_us: float | None) -> bool:
     if handoff_us is None or near_us is None or near_us <= 0:
         return False
     return handoff_us > FAR_FACTOR * near_us
+
+
+#: The state probe: the matmul sample (engine.samples) under a fixed schedule, timed in the worker before,
+#: between and after a timing's rounds (engine.timing). On a 2-core Intel Xeon VM with nothing else
+#: running, the serial schedule's fastest of five runs took 0.178-0.191 ms in one state and 0.245-0.33 ms
+#: in the other, in spells of 0.1-15 s, each core on its own (other tenants of the host); kernels moved with
+#: it (the conv2d sample's serial schedule 1.21 vs 1.6 ms; its parallel one 1.3x), while a register-only
+#: FMA loop moved under 10%: the slow state is in the cache hierarchy, so the probe is cache-resident
+#: vector code like the kernels it stands for. A serial timing runs on core 0 and probes with the serial
+#: schedule; a parallel one uses both cores and probes with the parallel schedule.
+STATE_SAMPLE = "matmul"
+STATE_SERIAL = "op0: T(8,32,1) V"
+STATE_PARALLEL = "op0: TP(32,32,0) T(8,32,1) V; op1: NT"
+STATE_RUNS = 5  # a probe is the fastest of this many runs (about 1 ms)
+#: Seconds to wait before timing again when too few rounds were steady; then the figure is flagged unsteady.
+STATE_WAITS_S = (0.3, 1.0)
+#: When this many probes in a row were slow, the reference is stale (the VM moved): the fastest of them is.
+STATE_STALE = 8
+
+
+@dataclass
+class Fastest:
+    """The fastest probe seen on this machine (its steady state), and the slow ones in a row since: after
+    `stale` of those, the fastest of them becomes the reference (the machine changed under the VM)."""
+
+    value: float | None = None
+    stale: int = STATE_STALE
+    slow_run: list[float] | None = None
+
+    def note(self, x: float | None, slow: bool) -> bool:
+        """Take a probe that was `slow` (or not) against the reference; whether the reference changed."""
+        if not x or x <= 0:
+            return False
+        self.slow_run = [*(self.slow_run or []), x] if slow else []
+        if len(self.slow_run) >= self.stale:
+            self.value, self.slow_run = min(self.slow_run), []
+            return True
+        if self.value is None or x < self.value:
+            self.value = x
+            return True
+        return False

@@ -6,12 +6,14 @@ cores it gives the VM and how far apart they are). `diagnose` reads what the OS 
 cores, steal time and other processes' CPU time over the check) and measures the rest the engine's own way:
 the roofline (FMA peak and bandwidth, engine.roofline, cached per machine) and the timing noise now, as the
 spread (max/min) of fresh measurements of a serial and a parallel schedule of the matmul sample, taken in
-turn so that each one is a separate burst, and the intervals the engine reported for them.
+turn so that each one is a separate burst, the intervals the engine reported for them and how many it
+flagged as taken in a bad state. Their pairs teach the engine how far a repeat moves here (engine.drift), so
+after `doctor` a new machine's intervals are earned rather than the prior's.
 
 The one-word state sums it up: `quiet` (serial repeats within 5% and parallel within 10%, little steal, no
 other process busy), `noisy` (within 10% and 15%: the goals of a measurement; or some steal, or another process
-using half a core), `unstable` (beyond them: compare figures only when they are far apart, and measure again
-later).
+using half a core), `unstable` (beyond them, or most measurements flagged: compare figures only when they are far apart, and
+measure again later).
 """
 
 from __future__ import annotations
@@ -21,11 +23,10 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
-from mlir_rl_tui.engine.contention import Watch, cpu_ticks
+from mlir_rl_tui.engine.contention import STATE_PARALLEL as PARALLEL
+from mlir_rl_tui.engine.contention import STATE_SERIAL as SERIAL
+from mlir_rl_tui.engine.contention import cpu_ticks
 
-#: The reference schedules: what benchmarks/measurement_noise.py measures on the matmul sample.
-SERIAL = "op0: T(8,32,1) V"
-PARALLEL = "op0: TP(32,32,0) T(8,32,1) V; op1: NT"
 #: max/min of fresh measurements at or under which timing is `quiet` / `noisy` (serial, parallel); beyond:
 #: `unstable`. Steal above STEAL_NOISY of the CPU time makes it at least noisy, above STEAL_UNSTABLE unstable.
 QUIET = (1.05, 1.10)
@@ -43,6 +44,7 @@ class Noise:
     times_ms: list[float] = field(default_factory=list)
     rel_ci: list[float] = field(default_factory=list)  # each measurement's reported half-width, relative
     failed: int = 0
+    flagged: int = 0  # measurements the engine flagged as taken in a bad state (unsteady, far, contended)
 
     @property
     def spread(self) -> float | None:
@@ -62,11 +64,13 @@ class Diagnosis:
     runtime: str  # the parallel runtime: "openmp", "async" or "serial" (none found)
     peaks: dict | None  # engine.roofline.Peaks.to_json(), or None when it could not be measured
     steal: float | None  # share of all CPU time the host took during the check
-    foreign_cores: float | None  # cores other processes used meanwhile, on average
+    foreign_cores: float | None  # cores other processes used during the timings, on average
     serial: Noise
     parallel: Noise | None
     state: str
     seconds: float
+    floor: float = 0.0  # the relative half-width every interval has at least here now (engine.drift)
+    pairs: int = 0  # the pairs of repeated figures it was learnt from
 
     def to_json(self) -> dict:
         d = asdict(self)
@@ -117,7 +121,10 @@ def diagnose(engine, repeats: int = 5, on_progress: Callable[[str], None] | None
     from mlir_rl_tui.engine.schedule import parse
 
     say = on_progress or (lambda s: None)
-    t0, ticks0, watch = time.time(), _steal_ticks(), Watch.start()
+    t0, ticks0 = time.time(), _steal_ticks()
+    # other processes' cores during each timing, as the worker reads them (its own process, and the engine's
+    # other worker waiting on the timing lock, do not count: a watch in this process would count both)
+    foreign: list[float] = []
     say("the roofline (FMA peak and bandwidth; measured once per machine, about 20 s)")
     peaks = engine.peaks()
     prog = load_file(sample_path("matmul"))
@@ -131,7 +138,12 @@ def diagnose(engine, repeats: int = 5, on_progress: Callable[[str], None] | None
                 continue
             say(f"timing noise: measurement {i + 1} of {repeats}, {'serial' if noise is serial else 'parallel'}")
             m = engine.measure(prog, parse(noise.schedule), use_cache=False)
+            if m.foreign_cores is not None:
+                foreign.append(m.foreign_cores)
             if m.ok and m.time_ms:
+                noise.flagged += m.unsteady or m.far or m.contended
+                if not (m.unsteady or m.far or m.contended):  # repeats the engine learns the floor from
+                    engine.note_repeats([(t, m.time_ms) for t in noise.times_ms])
                 noise.times_ms.append(m.time_ms)
                 if m.rel_error is not None:
                     noise.rel_ci.append(m.rel_error)
@@ -142,9 +154,11 @@ def diagnose(engine, repeats: int = 5, on_progress: Callable[[str], None] | None
     if ticks0 and ticks1 and ticks1[1] > ticks0[1]:
         steal = (ticks1[0] - ticks0[0]) / (ticks1[1] - ticks0[1])
     runtime = engine.runtime[0] if engine.openmp and engine.runtime else "serial"
-    foreign = watch.foreign_cores()
+    busy = sum(foreign) / len(foreign) if foreign else None
+    flagged = serial.flagged + (parallel.flagged if parallel else 0)
+    state = state_of(serial.spread, parallel.spread if parallel else None, steal, busy)
     return Diagnosis(cpu=cpu_model(), cores=len(os.sched_getaffinity(0)), runtime=runtime,
                      peaks=peaks.to_json() if peaks is not None else None, steal=steal,
-                     foreign_cores=foreign, serial=serial, parallel=parallel,
-                     state=state_of(serial.spread, parallel.spread if parallel else None, steal, foreign),
-                     seconds=time.time() - t0)
+                     foreign_cores=busy, serial=serial, parallel=parallel,
+                     state="unstable" if flagged > repeats // 2 else state,
+                     seconds=time.time() - t0, floor=engine.repeat_floor(), pairs=engine.repeat_pairs())

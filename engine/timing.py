@@ -10,11 +10,18 @@ first runs after compiling are slower. So:
 - interleaved: a round of the baseline follows every few rounds of the candidate (A B A B), so a
   speedup is the ratio of two figures from the same moment;
 - enough rounds for the target: rounds continue until the 95% confidence interval of the median over
-  rounds is within `target_rel` of it, or the time budget is spent; the interval is reported;
+  rounds is within `target_rel` of it, or the time budget is spent; the interval is reported (the engine
+  widens it to how far a repeat moves on this machine: engine.drift);
 - slow kernels: a run over `slow_ms` is a round of its own, and when `min_rounds` of them would cost more
   than `slow_budget_s`, fewer rounds (never under `min_slow_rounds`) do (a 2048^3 matmul's untransformed
   run takes 8.6 s: 30 runs of it were 4 minutes); the interval of fewer rounds is wider, as it should be;
-- a deadline (`apply --max-seconds`): no round starts that would end after it, once each series has one.
+- a deadline (`apply --max-seconds`): no round starts that would end after it, once each series has one;
+- steady rounds only: on a cloud VM the host's other tenants slow a core's cache-resident code by up to 1.6x
+  in spells of 0.1-15 s (engine.contention, "the state probe"). A fixed reference kernel (the probe) is
+  timed before the first round, after every `probe_every` candidate rounds and after the last; a round
+  is steady when the probes on both sides of it were within the machine's steady limit, and the figure is
+  the steady rounds' (when there are at least `min_steady` of them: otherwise every round's, and the
+  caller times again or flags the figure).
 
 Pure Python on callables, so it is tested without MLIR; `engine.worker` runs it on jitted kernels.
 """
@@ -45,6 +52,8 @@ class TimingConfig:
     slow_ms: float = 20.0  # a run slower than this is a round of its own
     slow_budget_s: float = 10.0  # the least rounds of a slow kernel cost at most this much ...
     min_slow_rounds: int = 3  # ... but there are at least this many
+    probe_every: int = 2  # candidate rounds between two state probes
+    min_steady: int = 5  # steady rounds a figure needs (fewer: every round counts, and the figure is unsteady)
 
 
 @dataclass
@@ -54,10 +63,24 @@ class Series:
     on this VM a round's minimum drifted 1.14x over 12 s where its median drifted 1.32x."""
 
     rounds: list[list[float]] = field(default_factory=list)  # ms per run, per round
+    #: per round, the index (into Timed.probes) of the last state probe before it; -1: none
+    probe_at: list[int] = field(default_factory=list)
+    #: per round, whether the probes around it were steady (Timed.mark_steady); empty: all are
+    steady: list[bool] = field(default_factory=list)
 
     @property
     def samples(self) -> list[float]:
         return [min(r) for r in self.rounds if r]
+
+    @property
+    def steady_rounds(self) -> int:
+        return sum(self.steady) if self.steady else len(self.rounds)
+
+    def used(self, min_steady: int = 1) -> list[float]:
+        """The samples the figure comes from: the steady rounds', when there are `min_steady` of them."""
+        if not self.steady or sum(self.steady) < min_steady:
+            return self.samples
+        return [min(r) for r, ok in zip(self.rounds, self.steady) if r and ok]
 
     @property
     def runs(self) -> int:
@@ -68,16 +91,16 @@ class Series:
         """Median of every run: what one run typically took, interference included."""
         return median([t for r in self.rounds for t in r])
 
-    def estimate(self) -> tuple[float, float, float]:
-        """(median of the round samples, 95% CI low, CI high), in ms."""
-        xs = sorted(self.samples)
+    def estimate(self, min_steady: int = 1) -> tuple[float, float, float]:
+        """(median of the round samples, 95% CI low, CI high), in ms (steady rounds only: `used`)."""
+        xs = sorted(self.used(min_steady))
         if not xs:
             return math.nan, math.nan, math.nan
         lo, hi = median_ci(len(xs))
         return median(xs), xs[lo], xs[hi]
 
-    def rel_halfwidth(self) -> float:
-        m, lo, hi = self.estimate()
+    def rel_halfwidth(self, min_steady: int = 1) -> float:
+        m, lo, hi = self.estimate(min_steady)
         return (hi - lo) / 2 / m if m > 0 else math.inf
 
 
@@ -92,29 +115,55 @@ class Timed:
     timeout_run: float | None = None  # ms of the run that went over the limit, if one did
     #: per baseline round, the index of the first candidate round after it (for paired ratios)
     baseline_at: list[int] = field(default_factory=list)
+    probes: list[float] = field(default_factory=list)  # ms of each state probe, in order
+    steady_limit_ms: float | None = None  # the probe time up to which a round counted as steady
 
-    def ratios(self) -> list[float]:
+    def mark_steady(self, limit_ms: float | None) -> None:
+        """Mark each round of both series steady when the probes before and after it took at most
+        `limit_ms` (None: STEADY_FACTOR times the fastest probe of this timing). Without probes: no marks."""
+        if not self.probes:
+            return
+        limit = limit_ms if limit_ms is not None else min(self.probes) * STEADY_FACTOR
+        self.steady_limit_ms = limit
+        ok = [p <= limit for p in self.probes]
+        for s in (self.candidate, self.baseline):
+            if s is not None:
+                s.steady = [i >= 0 and ok[i] and (i + 1 >= len(ok) or ok[i + 1]) for i in s.probe_at]
+
+    def ratios(self, min_steady: int = 1) -> list[float]:
         """Paired speedups: each baseline round's sample over the median sample of the candidate rounds
-        between it and the next baseline round (the same moment, so machine drift cancels)."""
+        between it and the next baseline round (the same moment, so machine drift cancels); steady pairs
+        only, when there are `min_steady` of them."""
         if self.baseline is None:
             return []
         c, b = self.candidate.samples, self.baseline.samples
-        out = []
+        cs = self.candidate.steady or [True] * len(c)
+        bs = self.baseline.steady or [True] * len(b)
+        out, steady = [], []
         for i, start in enumerate(self.baseline_at):
             end = self.baseline_at[i + 1] if i + 1 < len(self.baseline_at) else len(c)
-            near = c[start:end] or c[max(0, start - 1):start + 1]
-            if near and i < len(b):
-                out.append(b[i] / median(near))
+            idx = list(range(start, min(end, len(c)))) or list(range(max(0, start - 1), min(start + 1, len(c))))
+            if idx and i < len(b):
+                out.append(b[i] / median([c[j] for j in idx]))
+                steady.append(bs[i] and all(cs[j] for j in idx))
+        if sum(steady) >= min_steady:
+            return [r for r, ok in zip(out, steady) if ok]
         return out
 
-    def speedup_rel_ci(self) -> tuple[float, float]:
+    def speedup_rel_ci(self, min_steady: int = 1) -> tuple[float, float]:
         """The 95% interval of the paired ratios' median, relative to that median (lo <= 1 <= hi)."""
-        rs = sorted(self.ratios())
+        rs = sorted(self.ratios(min_steady))
         if len(rs) < 2:
             return 1.0, 1.0
         lo, hi = median_ci(len(rs))
         m = median(rs)
         return min(1.0, rs[lo] / m), max(1.0, rs[hi] / m)
+
+
+#: A round is steady when the probes around it took at most this times the machine's fastest probe (or,
+#: before one is known, this timing's fastest): the probe's fast state spreads 1.03-1.06x, its slow one is
+#: 1.3-1.7x (engine.contention).
+STEADY_FACTOR = 1.15
 
 
 def median(xs: list[float]) -> float:
@@ -161,13 +210,18 @@ def warm_up(call: Callable[[], float], first_ms: float, cfg: TimingConfig) -> tu
 def time_kernel(call: Callable[[], float], first_ms: float, cfg: TimingConfig = TimingConfig(),
                 baseline: Callable[[], float] | None = None, baseline_first_ms: float = 0.0,
                 limit_ms: float | None = None, on_round: Callable[[int, int], None] | None = None,
-                place: Callable[[int], None] | None = None, deadline: float | None = None) -> Timed:
+                place: Callable[[int], None] | None = None, deadline: float | None = None,
+                probe: Callable[[], float] | None = None, steady_ms: float | None = None) -> Timed:
     """Time `call` (runs the kernel once, returns its ms) with rounds of `baseline` interleaved.
 
     `place(k)` is called before the k-th round of either kernel: the worker moves the kernels to another
     copy of their arguments, so the figure does not depend on where one copy landed in memory. A candidate
     run slower than `limit_ms` ends the timing (`Timed.timeout_run`). With a `deadline` (time.time()), no
-    round starts that would end after it once each kernel has one (`Timed.stopped` "deadline")."""
+    round starts that would end after it once each kernel has one (`Timed.stopped` "deadline").
+
+    `probe()` times the state probe once (its ms); with it, rounds are marked steady against `steady_ms`
+    (the machine's steady limit for the probe; None: relative to this timing's fastest probe), the
+    figure comes from steady rounds, and the target is only met with `min_steady` of them."""
     place = place or (lambda k: None)
     out = Timed(Series(), Series() if baseline else None)
     out.warmup_runs, est = warm_up(call, first_ms, cfg)
@@ -185,13 +239,20 @@ def time_kernel(call: Callable[[], float], first_ms: float, cfg: TimingConfig = 
     def late(round_ms: float) -> bool:
         return deadline is not None and time.time() + round_ms / 1e3 > deadline
 
+    def probe_now() -> None:
+        if probe is not None:
+            out.probes.append(probe())
+
     def baseline_round() -> None:
         place(len(out.baseline.rounds))
         out.baseline.rounds.append([baseline() for _ in range(base_per_round)])
+        out.baseline.probe_at.append(len(out.probes) - 1)
         out.baseline_at.append(r)
 
+    need = cfg.min_steady if probe is not None else 1
     spent_ms = 0.0
     r = 0
+    probe_now()
     while True:
         if out.baseline is not None and r % every == 0 and len(out.baseline.rounds) < max_base and \
                 not (out.baseline.rounds and late(base_per_round * base_est + per_round * est)):
@@ -206,17 +267,22 @@ def time_kernel(call: Callable[[], float], first_ms: float, cfg: TimingConfig = 
             runs.append(t)
             if limit_ms is not None and t > limit_ms:
                 out.candidate.rounds.append(runs)
+                out.candidate.probe_at.append(len(out.probes) - 1)
                 out.timeout_run = t
                 out.stopped = "timeout"
                 return out
         out.candidate.rounds.append(runs)
+        out.candidate.probe_at.append(len(out.probes) - 1)
         spent_ms += sum(runs)
         r += 1
+        if probe is not None and r % cfg.probe_every == 0:
+            probe_now()
         if on_round is not None:
             on_round(r, min_rounds)
         if r < min_rounds:
             continue
-        if out.candidate.rel_halfwidth() <= cfg.target_rel:
+        out.mark_steady(steady_ms)
+        if out.candidate.steady_rounds >= need and out.candidate.rel_halfwidth(need) <= cfg.target_rel:
             out.stopped = "target"
         elif r >= cfg.max_rounds:
             out.stopped = "max-rounds"
@@ -227,6 +293,8 @@ def time_kernel(call: Callable[[], float], first_ms: float, cfg: TimingConfig = 
         break
     while out.baseline is not None and len(out.baseline.rounds) < n_base and not late(base_per_round * base_est):
         baseline_round()
+    probe_now()
+    out.mark_steady(steady_ms)
     return out
 
 

@@ -23,7 +23,15 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from mlir_rl_tui.engine.contention import FAR_WAITS_S, HANDOFF_RUNS, Watch, contended, far
+from mlir_rl_tui.engine.contention import (
+    FAR_WAITS_S,
+    HANDOFF_RUNS,
+    STATE_RUNS,
+    STATE_WAITS_S,
+    Watch,
+    contended,
+    far,
+)
 from mlir_rl_tui.engine.watchdog import Watchdog
 
 #: Guards the protocol stream: the watchdog thread may answer too (engine.watchdog).
@@ -215,6 +223,37 @@ def _handoff_kernel(req: dict):
     return _HANDOFF[h["sha256"]]
 
 
+_STATE: dict[tuple[str, bool], object] = {}  # (sha256, parallel) of the state probe -> its compiled kernel
+
+
+def _state_probe(req: dict) -> Callable[[], float] | None:
+    """The state probe of a request (engine.contention), compiled once per worker, as a call that times it
+    (the fastest of STATE_RUNS runs, in ms); None without one (or when it does not compile)."""
+    from mlir_rl_tui.engine.compile import StageError, Stages, compile_module, random_inputs
+    from mlir_rl_tui.engine.program import TensorSpec
+
+    h = req.get("state_probe")
+    if not h:
+        return None
+    key = (h["sha256"], bool(h["parallel"]))
+    if key not in _STATE:
+        specs = [TensorSpec(tuple(a), d) for a, d in h["args"]]
+        try:
+            compiled, _ = compile_module(h["program"], h["script"], h["parallel"], h["func"], specs,
+                                         TensorSpec(tuple(h["result"][0]), h["result"][1]), Stages())
+            compiled.bind(random_inputs(specs, 0))
+            compiled.call()  # unpinned, as the hand-off probe (_handoff_kernel)
+            compiled.free_result()
+        except StageError:
+            compiled = None
+        _STATE[key] = compiled
+    compiled = _STATE[key]
+    if compiled is None:
+        return None
+    call = _timed_call(compiled)
+    return lambda: min(call() for _ in range(STATE_RUNS))
+
+
 def _handoff_us(compiled) -> list[float]:
     """HANDOFF_RUNS runs of the hand-off probe, in us (nothing without one)."""
     if compiled is None:
@@ -351,6 +390,7 @@ def handle(req: dict, out, baselines: _Baselines, watchdog: Watchdog | None = No
         prepared = prepare()
         to_time = not isinstance(prepared, dict) and req.get("mode") != "validate"
         probe = _handoff_kernel(req) if to_time and req["parallel"] else None
+        state = _state_probe(req) if to_time else None
     if isinstance(prepared, dict):
         return prepared
     if req.get("mode") == "validate":  # run once and checked (prepare): no timing
@@ -359,8 +399,9 @@ def handle(req: dict, out, baselines: _Baselines, watchdog: Watchdog | None = No
     cfg = TimingConfig(**req.get("timing", {}))
     cpu = req.get("cpu_lock") if req.get("exclusive", True) or req["parallel"] else None
     near = req.get("near_handoff_us")  # the engine's fastest hand-off probe so far (engine.contention.far)
+    steady_ms = req.get("steady_ms")  # the state probe's steady limit on this machine (engine.timing)
     wait = 0.0
-    for attempt in range(max(CONTENTION_RETRIES, len(FAR_WAITS_S)) + 1):
+    for attempt in range(max(CONTENTION_RETRIES, len(FAR_WAITS_S), len(STATE_WAITS_S)) + 1):
         if attempt:  # timed again while other processes took a needed core, or the host kept the cores far
             phase("retry", attempt, 0)  # the pool counts its time-out from the last event
             time.sleep(wait)
@@ -371,32 +412,39 @@ def handle(req: dict, out, baselines: _Baselines, watchdog: Watchdog | None = No
                                 _timed_call(base.compiled) if base else None, base.first_ms if base else 0.0,
                                 limit_ms=limit * 1e3 if limit else None,
                                 on_round=lambda i, n: phase("run", i, n), place=_placer(compiled, base),
-                                deadline=req.get("deadline"))
+                                deadline=req.get("deadline"), probe=state, steady_ms=steady_ms)
             handoff += _handoff_us(probe)
             foreign = seen.foreign_cores()
         busy = contended(foreign, req["parallel"], _CORES)
         handoff_us = sorted(handoff)[len(handoff) // 2] if handoff else None  # the probe's median
         is_far = far(handoff_us, near)
-        if timed.timeout_run is not None:
+        # without the wait (MeasureConfig.wait_far off) a timing is taken as it comes: gated, never flagged
+        unsteady = state is not None and req.get("wait_steady", True) and timed.candidate.steady_rounds < cfg.min_steady
+        if timed.timeout_run is not None or timed.stopped == "deadline":
             break
         if busy and attempt < CONTENTION_RETRIES:
             wait = 0.1 * 2 ** attempt
         elif is_far and attempt < len(FAR_WAITS_S):
             wait = FAR_WAITS_S[attempt]
+        elif unsteady and attempt < len(STATE_WAITS_S):
+            wait = STATE_WAITS_S[attempt]
         else:
             break
     rounds = timed.candidate.samples
     if timed.timeout_run is not None:
         return result("timeout", error=f"a run took {timed.timeout_run / 1e3:.2f} s, over the {limit:.2f} s "
                                        "limit", times_ms=rounds, **extra)
-    t, lo, hi = timed.candidate.estimate()
+    need = cfg.min_steady
+    t, lo, hi = timed.candidate.estimate(need)
     res = {"time_ms": t, "time_ci_ms": [lo, hi], "times_ms": rounds, "runs": timed.candidate.runs,
            "typical_ms": timed.candidate.typical_ms, "stopped": timed.stopped,
            "foreign_cores": foreign, "contended": busy, "far": is_far,
-           "handoff_us": handoff_us}
+           "handoff_us": handoff_us, "unsteady": unsteady,
+           "probe_ms": min(timed.probes) if timed.probes else None,
+           "steady_rounds": timed.candidate.steady_rounds, "fastest_ms": min(rounds) if rounds else None}
     if timed.baseline is not None:
-        b, blo, bhi = timed.baseline.estimate()
-        rlo, rhi = timed.speedup_rel_ci()
+        b, blo, bhi = timed.baseline.estimate(need)
+        rlo, rhi = timed.speedup_rel_ci(need)
         res.update(paired_baseline_ms=b, paired_baseline_ci_ms=[blo, bhi], speedup_rel_ci=[rlo, rhi])
     return result("ok", **res, **extra)
 

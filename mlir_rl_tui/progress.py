@@ -21,7 +21,8 @@ from typing import TextIO
 #: What the engine's phases (engine.worker) mean to a user.
 _PHASES = {"baseline": "compiling and running the baseline", "compile": "compiling",
            "transform": "transforming, compiling",
-           "retry": "timing again: other processes used the cores it needs, or the host kept them far apart"}
+           "retry": "timing again: other processes used the cores it needs, or the host slowed them",
+           "roofline": "measuring this machine's roofline (once: the FMA peak and the bandwidth this program needs)"}
 
 
 class ProgressLine:

@@ -49,10 +49,12 @@ class FakeCostModel:
         self.asked: list[str] = []
 
     @staticmethod
-    def speedup(schedule) -> tuple[float, float]:
+    def speedup(schedule) -> tuple[float, float, float]:
+        """(speedup, low, high): the interval widens with the number of actions."""
         acts = [a for acts in schedule.ops.values() for a in acts]
-        return 1.0 + (3 * len(acts) + sum(sum(a.params) for a in acts)) / 100, 0.05 * len(acts)
+        sp = 1.0 + (3 * len(acts) + sum(sum(a.params) for a in acts)) / 100
+        return sp, sp / (1 + 0.1 * len(acts)), sp * (1 + 0.1 * len(acts))
 
-    def predict(self, program, schedules) -> list[tuple[float, float]]:
+    def predict_interval(self, program, schedules) -> list[tuple[float, float, float]]:
         self.asked += [str(s) for s in schedules]
         return [self.speedup(s) for s in schedules]

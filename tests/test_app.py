@@ -393,3 +393,18 @@ async def test_a_figure_timed_while_the_cores_were_far_says_so(matmul_prog):
         bar.set_measurement(Measurement("ok", "op0: TP(32,32,32)", time_ms=1.0, baseline_ms=2.0, speedup=2.0))
         await pilot.pause()
         assert "far cores" not in status(app)
+
+
+@sync
+async def test_the_status_bar_says_the_machines_state_in_one_word(matmul_prog):
+    app = make_app(matmul_prog, FakeAdapter())
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        bar = app.main.query_one(StatusBar)
+        for word in ("quiet", "noisy", "unstable"):
+            bar.set_measurement(Measurement("ok", "op0: T(8)", time_ms=1.0, baseline_ms=2.0, speedup=2.0, state=word))
+            await pilot.pause()
+            assert bar.numbers_text.rstrip().endswith(word)
+        bar.set_measurement(None)
+        await pilot.pause()
+        assert not any(w in bar.numbers_text for w in ("quiet", "noisy", "unstable"))

@@ -81,3 +81,35 @@ def test_a_worker_whose_first_parallel_schedule_folds_away_keeps_both_cores(engi
     t_after, t_alone = min(m.time_ms for m in after), min(m.time_ms for m in alone)
     assert h_after < 3 * h_alone, ([m.handoff_us for m in after], [m.handoff_us for m in alone])
     assert t_after < 1.5 * t_alone, ([m.time_ms for m in after], [m.time_ms for m in alone])
+
+
+def test_a_timing_the_state_probe_calls_slow_throughout_is_flagged_widened_and_not_stored(engine, cache_dir, tmp_path):
+    """Real MLIR: the state probe runs around the timing; told that this machine's steady probe is 3x faster
+    than it can be, no round is steady, so the figure is flagged unsteady, its interval reaches down by the
+    probe's slowdown, and the cache does not keep it. With the true reference the same schedule is steady."""
+    from conftest import SAMPLES
+
+    from mlir_rl_tui.engine import Engine, load_file, parse
+    from mlir_rl_tui.engine.cache import Cache
+    from mlir_rl_tui.engine.contention import Fastest
+    from mlir_rl_tui.engine.roofline import program_bytes
+
+    prog, sched = load_file(str(SAMPLES / "matmul.mlir")), parse("op0: T(8,32,1) V")
+    from mlir_rl_tui.engine.config import MeasureConfig
+
+    cache = Cache(str(tmp_path / "measurements.sqlite"))
+    # the suite's engines take timings as they come (MLIR_RL_TUI_WAIT_FAR=0): `flags` waits and flags
+    with Engine(cache=cache, workers=1) as eng, \
+            Engine(config=MeasureConfig(wait_far=True), cache=cache, workers=1) as flags:
+        cache.put_machine(eng.machine, engine.peaks((False, program_bytes(prog))).to_json())
+        good = eng.measure(prog, sched)
+        assert good.ok and not good.unsteady and eng.steady_ref[False].value > 0
+        flags.steady_ref[False] = Fastest(eng.steady_ref[False].value / 3)
+        slow = flags.measure(prog, sched, use_cache=False)
+        assert slow.ok and slow.unsteady and slow.state == "unstable"
+        assert slow.time_ci_ms[0] <= slow.time_ms / 2.5  # reaches down by the probe's slowdown (3x)
+        assert slow.speedup_ci[1] >= slow.speedup * 2.5
+        assert cache.get(prog.sha256, "op0: T(8,32,1) V", eng.machine, parse=None)["time_ms"] == good.time_ms
+        # every figure's interval is at least as wide as what a repeat moves here (engine.drift)
+        f = eng.repeat_floor()
+        assert good.time_ci_ms[0] <= good.time_ms / (1 + f) * 1.0001 and good.time_ci_ms[1] >= good.time_ms * (1 + f) * 0.9999

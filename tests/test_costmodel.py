@@ -100,6 +100,47 @@ def test_the_shipped_model_loads_and_ranks_a_tiled_matmul_above_the_naive_one(ma
     assert tiled > 2 * naive
 
 
+def test_the_conformal_quantile_covers_a_new_score_as_often_as_it_claims():
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    hits = []
+    for _ in range(400):  # exchangeable scores: a new one falls under the quantile of the others >= 90%
+        xs = rng.exponential(size=21)
+        hits.append(xs[-1] <= cm.conformal_q(xs[:-1], 0.9))
+    assert 0.88 <= np.mean(hits) <= 0.97
+    assert cm.conformal_q(np.arange(1.0, 11.0), 0.9) == 10.0  # ceil(11 * 0.9) = 10th of 10
+    assert cm.conformal_q(np.arange(1.0, 5.0), 0.9) == 4.0  # past n: the largest
+
+
+def test_a_calibrated_interval_holds_its_share_of_held_out_speedups(model, measured, matmul):
+    """Calibrated on held-out measurements, the interval holds about its level of them (each half of the
+    programs checked against the other half's calibration); a program with an op kind the model was not
+    trained on gets no interval; an uncalibrated model none either."""
+    programs, samples = measured
+    assert model.predict_interval(matmul, [parse("op0: T(8,32,1) V")]) == [None]  # not calibrated
+    data = [s for s in samples if s.program in programs.held_out] + \
+        [s for s in samples if s.program not in programs.held_out]  # two programs at least
+    model.info["interval"] = cm.calibrate(model, data, ["matmul", "unknown", "generic", "add"], 0.9)
+    try:
+        c = model.calibration
+        assert c is not None and c["q"] > 0 and c["floor"] > 0 and 0 <= c["coverage"] <= 1
+        sp, lo, hi = model.predict_interval(matmul, [parse("op0: T(8,32,1) V")])[0]
+        assert lo < sp < hi
+        inside = cm.evaluate(model, data, programs.names, min_per_program=3)["within_interval"]
+        assert inside >= 0.9  # calibrated on these very samples: at least its level, by construction
+        c["op_types"] = ["add"]  # a model that never saw a matmul does not know the matmul sample
+        assert model.predict_interval(matmul, [parse("op0: T(8,32,1) V")]) == [None]
+    finally:
+        model.info.pop("interval")
+
+
+def test_the_shipped_model_is_calibrated_on_held_out_programs(matmul):
+    c = load_cost_model().calibration
+    assert c is not None and c["level"] == 0.9 and c["programs"] >= 10 and c["coverage"] >= 0.8
+    assert "matmul" in c["op_types"]
+
+
 def test_the_guided_search_measures_the_models_picks_within_its_budget(engine, model, matmul):
     r = search(engine, matmul, "guided", 5, seed=0, ranker=model)
     assert r.candidates <= 5 and r.evaluated <= 5 and r.stopped == "budget"
@@ -124,6 +165,13 @@ def test_costmodel_train_and_eval_on_the_command_line(measured, cache_dir, tmp_p
     assert code == 0 and "held out:" in text and "spearman" in text
     assert main(["costmodel", "eval", "--model", out]) == 2  # no programs: one line, status 2
     assert "--programs" in capsys.readouterr().err
+    cal = str(tmp_path / "cal.pt")  # calibrated on the held-out relu and the trained programs together
+    code = main(["costmodel", "calibrate", "--model", out, "--held-out", *HELD, *TRAIN, "--cache", str(cache_dir),
+                 "--out", cal, "--json"])
+    rep = json.loads(capsys.readouterr().out)
+    assert code == 0 and rep["out"] == cal and rep["level"] == 0.9 and rep["programs"] == 3
+    assert CostModel.load(cal).calibration["q"] == rep["q"]
+    assert main(["costmodel", "calibrate", "--model", out, "--held-out", *HELD, "--level", "1.5"]) == 2
 
 
 def test_dataset_measure_fills_the_cache(engine, cache_dir, capsys):

@@ -94,7 +94,7 @@ def test_predictions_are_for_the_schedule_each_action_leads_to(matmul):
     assert "op0: T(8,32,1) V" in model.asked
 
     class Broken:
-        def predict(self, program, schedules):
+        def predict_interval(self, program, schedules):
             raise RuntimeError("no")
 
     assert all(c.predicted is None for c in explain(sess, logp, masks, cost_model=Broken()).top)

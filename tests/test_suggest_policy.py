@@ -92,6 +92,8 @@ def test_the_app_adapter_hands_the_panel_the_explanation(monkeypatch):
     console = Console(width=40, record=True)
     console.print(render_suggestion(str(sug.action), sug.top, why))
     text = " ".join(console.export_text().split())
-    assert f"policy suggests {why.action}" in text and "value " in text and "x±" in text
+    assert f"policy suggests {why.action}" in text and "value " in text
+    sp, lo, hi = next(c.predicted for c in why.top if c.predicted is not None)
+    assert f"{sp:.2f}x {lo:.1f}-{hi:.1f}" in text  # the prediction with its interval
     assert all(line.split(":")[0] in text for line in why.rule())
     assert adapter._engine is None

@@ -7,7 +7,7 @@ import math
 
 from mlir_rl_tui.engine.engine import Measurement
 from mlir_rl_tui.engine.program import TensorSpec
-from mlir_rl_tui.engine.roofline import Peaks, measure_peaks, place
+from mlir_rl_tui.engine.roofline import Peaks, measure_peaks, place, stream_sizes
 from mlir_rl_tui.engine.timing import Series, TimingConfig, median_ci, time_kernel
 
 FAST = TimingConfig(round_s=0.0005, min_rounds=6, max_rounds=20, warmup_s=0.0, max_warmup_s=0.01, budget_s=0.05)
@@ -65,13 +65,53 @@ def test_roofline_places_compute_and_memory_bound_programs(matmul, add):
     b = place(matmul, flops / 100.0 / 1e6, False, peaks)  # exactly at the serial FMA peak
     assert b.bound == "compute" and math.isclose(b.peak_fraction, 1.0) and math.isclose(b.gflops, 100.0)
     assert math.isclose(place(matmul, flops / 100.0 / 1e6, True, peaks).peak_fraction, 0.5)
-    nbytes = 3 * 512 * 1024 * 4  # two inputs and the result: 6 MiB, past the 1 MiB level
-    b = place(add, 2 * nbytes / 20.0 / 1e6, False, peaks)
+    nbytes = 3 * 512 * 1024 * 4  # two inputs and the result: 6 MiB, past the 1 MiB level, under the 1 GiB one
+    b = place(add, nbytes / 50.0 / 1e6, False, peaks)  # at 50 GB/s: half the 1 MiB level's, its limit
     assert b.bound == "memory" and math.isclose(b.peak_fraction, 0.5)
     assert Peaks.from_json(peaks.to_json()) == peaks
 
 
-def test_peaks_take_the_best_try_and_record_the_drift():
+def test_a_bandwidth_limit_is_one_no_working_set_beats():
+    """Bandwidth only falls as the working set grows: a program moving its data at the measured rate of any
+    working set at least its own is at most 100% of its limit (the ReLU sample read 161% with the level
+    above it)."""
+    levels = [(1 << 15, 300.0), (1 << 20, 100.0), (10 << 20, 40.0), (1 << 30, 20.0)]
+    peaks = Peaks(2, 100.0, 200.0, levels, levels)
+
+    def curve(n: int) -> float:  # a monotone bandwidth curve through the levels, in log size
+        sizes = [s for s, _ in levels]
+        if n <= sizes[0]:
+            return levels[0][1]
+        for (s0, g0), (s1, g1) in zip(levels, levels[1:]):
+            if n <= s1:
+                return g0 + (g1 - g0) * math.log(n / s0) / math.log(s1 / s0)
+        return levels[-1][1]
+
+    for n in (1 << 12, 1 << 16, 3 << 20, 12 << 20, 2 << 30):
+        assert peaks.bandwidth(n, False) >= curve(n)
+    shuffled = Peaks(2, 100.0, 200.0, levels, [levels[0], levels[2], levels[1], levels[3]])  # sizes out of order
+    assert shuffled.bandwidth(3 << 20, True) == 100.0
+
+
+def test_the_roofline_measures_only_what_a_program_needs_on_first_use():
+    kernels = []
+
+    def run(text: str, args: list[TensorSpec], result: TensorSpec, parallel: bool) -> float:
+        kernels.append(("fma" if "vector.fma" in text else "stream", parallel))
+        return 1.0
+
+    p = measure_peaks(run, cores=2, need=(True, 5 << 20))
+    assert p is not None and p.fma_gflops_all > 0 and p.fma_gflops_1 == 0 and not p.knows()
+    assert p.knows((True, 5 << 20)) and not p.knows((False, 5 << 20))
+    assert {k for k in kernels} == {("fma", True), ("stream", True)}
+    first = len(kernels)
+    again = measure_peaks(run, cores=2, need=(True, 5 << 20), have=p)  # known: nothing measured
+    assert len(kernels) == first and again.to_json() == p.to_json()
+    full = measure_peaks(run, cores=2, have=p)
+    assert full.knows() and full.fma_gflops_all == p.fma_gflops_all
+
+
+def test_peaks_take_the_best_try():
     calls = itertools.count()
 
     def run(text: str, args: list[TensorSpec], result: TensorSpec, parallel: bool) -> float:
@@ -79,7 +119,7 @@ def test_peaks_take_the_best_try_and_record_the_drift():
 
     p = measure_peaks(run, cores=2)
     assert p is not None and p.cores == 2 and p.fma_gflops_all == 2 * p.fma_gflops_1
-    assert math.isclose(p.drift_compute, 0.05) and len(p.bandwidth_1) == len(p.bandwidth_all) == 5
+    assert len(p.bandwidth_1) == len(p.bandwidth_all) == len(stream_sizes())
     assert measure_peaks(lambda *a: None, cores=2) is None
 
 
@@ -122,3 +162,59 @@ def test_no_round_starts_that_would_end_after_the_deadline(monkeypatch):
     # each series gets one round, even past the deadline
     t = time_kernel(kernel(1.0), 1.0, FAST, baseline=kernel(2.0), baseline_first_ms=2.0, deadline=clock[0])
     assert t.stopped == "deadline" and len(t.candidate.rounds) == 1 and len(t.baseline.rounds) == 1
+
+
+def test_the_figure_comes_from_the_rounds_the_state_probe_calls_steady():
+    """A slow spell of the host (the probe 1.5x its steady time) slows the kernel too: the rounds beside a
+    slow probe are left out, and the figure is the steady rounds'."""
+    state = {"slow": False}
+    probes = itertools.count()
+
+    def probe() -> float:  # the 3rd and 4th probes are slow
+        state["slow"] = 2 <= next(probes) <= 3
+        return 0.3 if state["slow"] else 0.2
+
+    t = time_kernel(lambda: 1.5 if state["slow"] else 1.0, 1.0, FAST, probe=probe, steady_ms=0.23)
+    assert len(t.probes) >= 5 and t.steady_limit_ms == 0.23
+    assert 0 < t.candidate.steady_rounds < len(t.candidate.rounds)  # both states were timed ...
+    assert t.candidate.estimate(FAST.min_steady)[0] == 1.0  # ... and the figure is the steady one
+    assert max(t.candidate.samples) == 1.5
+
+
+def test_without_enough_steady_rounds_every_round_counts():
+    t = time_kernel(lambda: 1.5, 1.0, FAST, probe=lambda: 0.3, steady_ms=0.23)  # slow throughout
+    assert t.candidate.steady_rounds == 0 and t.candidate.estimate(FAST.min_steady)[0] == 1.5
+    assert t.stopped in ("budget", "max-rounds")  # the target is not met without steady rounds
+    first = time_kernel(lambda: 1.0, 1.0, FAST, probe=lambda: 0.3)  # no reference yet: this timing's own
+    assert first.candidate.steady_rounds == len(first.candidate.rounds) and first.steady_limit_ms > 0.3
+
+
+def test_paired_ratios_keep_the_steady_pairs():
+    state = {"slow": False}
+    probes = itertools.count()
+
+    def probe() -> float:
+        state["slow"] = next(probes) % 4 == 3  # one probe in four is slow
+        return 0.3 if state["slow"] else 0.2
+
+    t = time_kernel(lambda: 1.5 if state["slow"] else 1.0, 1.0, FAST, baseline=lambda: 4.0 if state["slow"] else 2.0,
+                    baseline_first_ms=2.0, probe=probe, steady_ms=0.23)
+    rs = t.ratios(2)
+    assert rs and all(r == 2.0 for r in rs)
+    assert any(r != 2.0 for r in t.ratios(10 ** 6))  # too few steady pairs asked for: every pair counts
+
+
+def test_the_repeat_floor_is_earned_from_pairs():
+    from mlir_rl_tui.engine import drift
+
+    assert drift.floor([]) == drift.PRIOR  # a new machine: at least the prior
+    few = drift.add(drift.add([], 1.0, 1.01), 1.0, 0.99)
+    assert drift.floor(few) == drift.PRIOR  # two close pairs do not earn a narrow interval
+    window: list[float] = []
+    for i in range(200):  # 1% apart, with every 20th pair 6% apart (5% of them)
+        window = drift.add(window, 1.0, 1.06 if i % 20 == 0 else 1.01)
+    assert len(window) == drift.WINDOW
+    # the 95th percentile's upper confidence bound covers the 5% of pairs 6% apart: a repeat lands inside
+    assert math.isclose(drift.floor(window), 0.06, rel_tol=1e-9)
+    assert drift.upper_rank(128) > 0.95 * 128 and drift.upper_rank(10) == 10
+    assert drift.add(window, 0.0, 1.0) == window and drift.add(window, None, 1.0) == window

@@ -64,7 +64,8 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         emit({**m.to_json(), **({"per_op": groups} if groups is not None else {})})
     elif m.ok:
-        print(describe(m) + f", validated{' (cached)' if m.cached else ''}")
+        state = f" (machine {m.state})" if m.state and not m.cached else ""
+        print(describe(m) + f", validated{' (cached)' if m.cached else ''}{state}")
         if m.stages_ms and not m.cached:
             print("stages: " + ", ".join(f"{k} {v:.1f} ms" for k, v in m.stages_ms.items()))
         if groups:
@@ -99,6 +100,9 @@ def describe(m) -> str:
         text += f"; CONTENDED: other processes used {m.foreign_cores:.1f} cores while it was timed (not cached)"
     if m.far:
         text += "; FAR: the host kept the cores far apart through every retry (the hand-off probe), not cached"
+    if m.unsteady:
+        text += ("; UNSTEADY: the state probe said the host slowed the cores through every retry (the interval "
+                 "reaches down to what the steady machine may do), not cached")
     if m.cut_short:
         text += f"; timing cut short by --max-seconds ({m.runs} timed runs), not cached"
     return text

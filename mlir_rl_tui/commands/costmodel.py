@@ -18,12 +18,17 @@ Its data are the measurements in the cache (`--cache`, default the usual one) of
 Programs are split, not samples: the eval split of a data set folder and every --held-out program are
 never trained on, and `train` and `eval` report the model's accuracy on them: Spearman rank correlation
 (over all their measurements, and the mean over programs), mean error, and how often the measured speedup
-is within two standard deviations of the prediction.
+is within two standard deviations of the prediction, and inside the calibrated interval.
+
+`calibrate` sets that interval on held-out programs (split conformal prediction: the measured speedups'
+distances from the prediction, in units of the ensemble's spread); the app and `search --method guided`
+show it, and no interval (a "-") for a program with an op kind the model was not trained on.
 
     mlir-rl-tui dataset generate --out data --n 40
     mlir-rl-tui dataset measure data                    # measurements for the cache
     mlir-rl-tui costmodel train --programs data --out costmodel.pt
     mlir-rl-tui costmodel eval --model costmodel.pt --programs data
+    mlir-rl-tui costmodel calibrate --model costmodel.pt --programs data   # train does it too
 """
 
 
@@ -31,7 +36,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     sub = p.add_subparsers(dest="costmodel_command", metavar="ACTION")
     t = sub.add_parser("train", help="train the cost model on the cache's measurements")
     e = sub.add_parser("eval", help="the cost model's accuracy on held-out programs")
-    for q in (t, e):
+    c = sub.add_parser("calibrate", help="calibrate the model's interval on held-out programs")
+    for q in (t, e, c):
         q.add_argument("--programs", nargs="+", default=[], metavar="DIR|FILE",
                        help="data set folders (their eval split is held out), folders of .mlir files, files")
         q.add_argument("--held-out", nargs="+", default=[], metavar="DIR|FILE",
@@ -43,13 +49,18 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     t.add_argument("--epochs", type=int, default=400, help="training steps per member (default 400)")
     t.add_argument("--seed", type=int, default=0)
     e.add_argument("--model", metavar="FILE", help="cost model file (default: the shipped one)")
+    c.add_argument("--model", metavar="FILE", help="cost model file (default: the shipped one)")
+    c.add_argument("--out", metavar="FILE", help="where to write the calibrated model (default: over --model)")
+    for q in (t, c):
+        q.add_argument("--level", type=float, default=0.9,
+                       help="share of measured speedups the interval is to hold (default 0.9)")
     e.add_argument("--split", choices=["held-out", "all"], default="held-out",
                    help="evaluate on the held-out programs (default) or on all of them")
     p.set_defaults(usage_help=p.print_help)
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.costmodel_command not in ("train", "eval"):
+    if args.costmodel_command not in ("train", "eval", "calibrate"):
         args.usage_help()
         return 2
     if not args.programs and not args.held_out:
@@ -72,9 +83,41 @@ def run(args: argparse.Namespace) -> int:
     finally:
         cache.close()
     held = [s for s in samples if s.program in programs.held_out]
+    level = getattr(args, "level", None)
+    if level is not None and not 0 < level < 1:
+        raise CliError(f"--level {level}: a share between 0 and 1")
     if args.costmodel_command == "train":
         return _train(args, cm, programs, samples, held)
+    if args.costmodel_command == "calibrate":
+        return _calibrate(args, cm, programs, held)
     return _eval(args, cm, programs, samples if args.split == "all" else held)
+
+
+def _trained_op_types(programs) -> list[str]:
+    return sorted({op.op_type for sha, p in programs.by_sha.items() if sha not in programs.held_out for op in p.ops})
+
+
+def _calibrate(args, cm, programs, held) -> int:
+    from mlir_rl_tui.agent.costmodel import DEFAULT_MODEL, load_cost_model
+    from mlir_rl_tui.engine.errors import EngineError
+
+    model = load_cost_model(args.model)
+    if model is None:
+        raise CliError("no shipped cost model (agent/checkpoints/costmodel.pt); train one and pass --model")
+    try:
+        model.info["interval"] = cm.calibrate(model, held, _trained_op_types(programs), args.level)
+    except EngineError as e:
+        raise CliError(str(e)) from None
+    out = args.out or args.model or DEFAULT_MODEL
+    model.save(out)
+    c = model.info["interval"]
+    if args.json:
+        emit({"out": out, **c})
+        return 0
+    print(f"{out}: {100 * c['level']:.0f}% interval = exp(log prediction -+ {c['q']:.2f} x (members' spread + "
+          f"{c['floor']:.3f})); on held-out programs it held {100 * c['coverage']:.0f}% of {c['samples']} measured "
+          f"speedups of {c['programs']} programs (each half checked against the other's calibration)")
+    return 0
 
 
 def _train(args, cm, programs, samples, held) -> int:
@@ -89,6 +132,8 @@ def _train(args, cm, programs, samples, held) -> int:
                          on_progress=lambda k, n, loss: line.update(f"costmodel: member {k + 1}/{n}, loss {loss:.3f}"))
     model.info.update(trained_on=sorted(programs.names[s] for s in {x.program for x in train}),
                       held_out=sorted(programs.names[s] for s in {x.program for x in held}))
+    if len({s.program for s in held}) >= 2:
+        model.info["interval"] = cm.calibrate(model, held, _trained_op_types(programs), args.level)
     model.save(args.out)
     report = {"out": args.out, "train_samples": len(train), "train_programs": len({s.program for s in train}),
               "seconds": round(time.monotonic() - start, 1),
@@ -137,4 +182,6 @@ def _print(what: str, r: dict) -> None:
     print(f"{what}: {r['samples']} measurements of {r['programs']} programs: spearman {_f(r['spearman'])} "
           f"(per program {_f(r['spearman_per_program'])}), mean error {100 * r['mean_rel_error']:.0f}% "
           f"(median {100 * r['median_rel_error']:.0f}%, |log| {r['mean_abs_log_error']:.2f}), "
-          f"{100 * r['within_2_std']:.0f}% within 2 std, model's pick {r['top1_gmean']:.2f} of the best")
+          f"{100 * r['within_2_std']:.0f}% within 2 std, model's pick {r['top1_gmean']:.2f} of the best"
+          + (f", {100 * r['within_interval']:.0f}% inside its {100 * r['interval_level']:.0f}% interval"
+             if "within_interval" in r else ""))

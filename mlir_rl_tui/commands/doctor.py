@@ -7,17 +7,22 @@ import argparse
 from mlir_rl_tui.commands.common import add_json, emit
 
 DESCRIPTION = ("Paste its output into a bug report. It reads the CPU model, the cores and steal time, takes the "
-               "roofline from the cache (measured and kept the first time, about 20 s), and times the matmul "
+               "roofline from the cache (measured and kept the first time, about 10 s), and times the matmul "
                "sample's serial and parallel reference schedules afresh a few times in turn: their spread "
-               "(max/min) is what a repeat of a measurement may differ by now. The state: quiet (serial within "
-               "5%, parallel within 10%), noisy (within 10% and 15%), unstable (beyond: compare only figures far "
-               "apart, and measure again later). Steal over 2% or other processes using over half a core make it noisy at "
-               "least.")
+               "(max/min) is what a repeat of a measurement may differ by now, and their pairs teach the engine "
+               "how wide an interval must be here. The state: quiet (serial within 5%, parallel within 10%), "
+               "noisy (within 10% and 15%), unstable (beyond, or most measurements flagged as taken in a bad "
+               "state: compare only figures far apart, and measure again later). Steal over 2% or other "
+               "processes using over half a core make it noisy at least.")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--repeats", type=int, default=5, help="fresh measurements of each reference schedule (default 5)")
     add_json(p)
+
+
+def _size(n: int) -> str:
+    return f"{n / 2**20:.1f} MiB" if n >= 2**20 else f"{n / 2**10:.0f} KiB"
 
 
 def _pct(x: float | None) -> str:
@@ -37,13 +42,14 @@ def run(args: argparse.Namespace) -> int:
     print(f"machine:  {d.cpu}, {d.cores} cores, parallel runtime {d.runtime}")
     if d.peaks:
         p = d.peaks
-        bw = lambda levels: ", ".join(f"{b:.0f} GB/s at {s / 2**20:.1f} MiB" for s, b in levels)  # noqa: E731
+        bw = lambda levels: ", ".join(f"{b:.0f} GB/s at {_size(s)}" for s, b in levels)  # noqa: E731
         print(f"roofline: FMA peak {p['fma_gflops_1']:.0f} GFLOP/s on one core, {p['fma_gflops_all']:.0f} on "
               f"{p['cores']}; bandwidth {bw(p['bandwidth_1'])} (one core)")
     else:
         print("roofline: could not be measured")
     print(f"host:     steal {_pct(d.steal)} of the CPU time during the check, other processes "
-          f"{d.foreign_cores:.2f} cores" if d.foreign_cores is not None else f"host:     steal {_pct(d.steal)}")
+          f"{d.foreign_cores:.2f} cores while timing" if d.foreign_cores is not None
+          else f"host:     steal {_pct(d.steal)}")
     for name, n in (("serial", d.serial), ("parallel", d.parallel)):
         if n is None:
             print(f"{name:9s} no parallel runtime")
@@ -51,7 +57,10 @@ def run(args: argparse.Namespace) -> int:
         spread = f"{n.spread:.3f}" if n.spread else "-"
         times = ", ".join(f"{t:.3f}" for t in n.times_ms)
         print(f"{name + ':':9s} {n.schedule}: {len(n.times_ms)} fresh measurements {times} ms, max/min {spread}, "
-              f"stated interval +-{_pct(n.stated)}" + (f", {n.failed} failed" if n.failed else ""))
+              f"stated interval +-{_pct(n.stated)}" + (f", {n.flagged} flagged" if n.flagged else "")
+              + (f", {n.failed} failed" if n.failed else ""))
+    print(f"interval: every figure's 95% interval here is at least +-{_pct(d.floor)} (how far repeats moved, "
+          f"learnt from {d.pairs} pairs)")
     print(f"state:    {d.state} (quiet: serial max/min <= 1.05 and parallel <= 1.10, steal <= 2%, other processes "
           f"<= 0.5 cores; noisy: <= 1.10, 1.15, 10%, 1 core; unstable beyond), checked in {d.seconds:.0f} s")
     return 0

@@ -64,8 +64,11 @@ def run(args: argparse.Namespace) -> int:
         line.update(f"{args.method}: measuring the baseline")
         r = search(eng, prog, args.method, args.budget, seed=args.seed, trace=args.trace, on_progress=progress,
                    ranker=ranker, start=begin)
+    predicted = None  # the cost model's calibrated interval for the schedule found (guided)
+    if ranker is not None and r.schedule.ops and hasattr(ranker, "predict_interval"):
+        predicted = ranker.predict_interval(prog, [r.schedule])[0]
     if args.json:
-        emit(r.to_json())
+        emit({**r.to_json(), **({"predicted": list(predicted)} if predicted else {})})
         return 0 if r.best.ok else 1
     m = r.best
     if not r.schedule.ops:
@@ -74,6 +77,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"{args.method}: {fmt_speedup(m.speedup)} ({m.time_ms:.3f} ms, baseline {m.baseline_ms:.3f} ms), "
               f"{'validated' if m.validated else m.status}")
         print(f"schedule: {m.schedule}")
+        if predicted is not None:
+            lv = 100 * ranker.calibration["level"]
+            print(f"the cost model predicted {predicted[0]:.2f}x ({lv:.0f}% interval {predicted[1]:.2f}-"
+                  f"{predicted[2]:.2f}x)")
     print(f"{r.evaluated} measured, {r.cache_hits} cache hits, {r.candidates} candidates, "
           f"stopped: {r.stopped}, {time.monotonic() - start:.1f} s"
           + (f"; trace appended to {args.trace}" if args.trace else ""))

@@ -11,6 +11,7 @@ from textual.widgets import ProgressBar, Static
 from mlir_rl_tui.engine import Measurement
 
 STATUS_STYLE = {"ok": "green", "cancelled": "dim", "measuring": "yellow"}
+STATE_STYLE = {"quiet": "green", "noisy": "yellow", "unstable": "bold red"}
 
 
 def gflops(flops: int, ms: float | None) -> float | None:
@@ -40,6 +41,8 @@ class StatusBar(Horizontal):
         self.rel_error: float | None = None
         self.contended: float | None = None  # other processes' cores during the timing, when too many
         self.far = False  # the host kept the cores far apart through the timing (engine.contention.far)
+        self.unsteady = False  # the state probe said the host slowed the cores through the timing
+        self.state = ""  # the machine's state in one word when the figure was taken (Measurement.state)
         self.peak: tuple[float, str] | None = None  # (fraction of the roofline bound, "compute"|"memory")
         self.runtime: str | None = None  # "openmp" or "async" when the schedule ran in parallel (TP/TF)
         self.status = "idle"
@@ -64,8 +67,9 @@ class StatusBar(Horizontal):
         """Show `m` (None: the schedule is not measured yet)."""
         if m is None or not m.ok:
             self.time_ms = self.speedup = self.rel_error = self.peak = self.runtime = None
-            self.contended, self.far = None, False
+            self.contended, self.far, self.state, self.unsteady = None, False, "", False
         else:
+            self.state, self.unsteady = m.state, m.unsteady
             self.contended = m.foreign_cores if m.contended else None
             self.far = m.far
             self.time_ms, self.speedup, self.rel_error = m.time_ms, m.speedup, m.rel_error
@@ -112,6 +116,10 @@ class StatusBar(Horizontal):
             text.append_text(Text.assemble(("  ", ""), (f"contended ({self.contended:.1f} cores busy)", "bold yellow")))
         if self.far:  # the figure is this moment's: the cores' hand-off was slow through every retry
             text.append_text(Text.assemble(("  ", ""), ("far cores", "bold yellow")))
+        if self.unsteady:  # the figure is this moment's: the state probe said the host slowed the cores
+            text.append_text(Text.assemble(("  ", ""), ("unsteady", "bold yellow")))
+        if self.state:  # how far a repeat of the figure may move here (mlir-rl-tui doctor says more)
+            text.append_text(Text.assemble(("  ", ""), (self.state, STATE_STYLE.get(self.state, ""))))
         if text.plain != self._numbers:
             # the numbers are sized to their text: a layout only when their width changes
             layout = len(text.plain) != len(self._numbers or "")

@@ -16,11 +16,11 @@ if TYPE_CHECKING:
     from mlir_rl_tui.agent.explain import Explanation
 
 
-def _predicted(pred: tuple[float, float] | None) -> Text:
+def _predicted(pred: tuple[float, float, float] | None) -> Text:
     if pred is None:
         return Text("-", style="dim")
-    sp, std = pred
-    return Text(f"{sp:.2f}x±{std:.2f}" if std < 10 else f"{sp:.2f}x", style="cyan")
+    sp, lo, hi = pred
+    return Text.assemble((f"{sp:.2f}x", "cyan"), (f" {lo:.1f}-{hi:.1f}", "dim"))
 
 
 def _bar(p: float, width: int = 8) -> Text:
@@ -49,7 +49,8 @@ def render_suggestion(action: str, top: list[tuple[str, float]], why: Explanatio
     rule += [Text(note, style="dim") for note in why.notes()]
     value = Text(why.value_text(), style="green" if why.value is not None else "dim")
     legend = Text("p: p(transformation) x p(parameters); predicted: the cost model's speedup of the schedule "
-                  "with that action", style="dim")
+                  "with that action and its interval (calibrated on programs it was not trained on; '-': it "
+                  "does not know)", style="dim")
     return Group(head, Text(why.heading(), style="dim"), *rule,
                  Text(""), t, legend, Text(""), value)
 
