@@ -144,7 +144,7 @@ def confirmed(engine: Engine, program: Program, schedules: list[Schedule],
 
     A search's best as found is the fastest of its noisy measurements (the winner's curse): one measured
     1.3x in the teacher's run and 0.8x when timed again, and a parallel schedule can measure at one level in
-    one sitting and at another in the next (docs/agent-training.md). Timed side by side, its runners-up
+    one sitting and at another in the next (docs/agent-experiments.md). Timed side by side, its runners-up
     are compared at the same moment, so the choice is not a draw of the machine's state."""
     by_text = {to_text(s): s for s in schedules}
     figures = speedups(remeasure(engine, program, schedules, rounds))  # over the sitting's pooled baseline
@@ -318,7 +318,7 @@ def rule_variant(program: Program, schedule: Schedule, rules: tuple[str, ...] = 
       (the evaluation's layer norm and batch-1 MLP: 0.8x and 0.5x of hill climbing's speedup). Below 16384
       iterations, the rule was kept by the side-by-side timing on 75 of the 98 training programs it
       touched. Serial first, below 8192 and on TF too (runs/v15), and on TF too alone (runs/v16) were
-      tried: their policies lost to this one's on the validation programs (docs/agent-training.md).
+      tried: their policies lost to this one's on the validation programs (docs/agent-experiments.md).
     - vector (not in RULE_GROUPS): an elementwise op of at least VECTOR_FROM iterations whose actions have
       no V gets rows and V (`_row_actions`: TP(1,1,1,64) T(1,1,1,8) V on a 4-D op, sizes clamped; T from
       SERIAL_BELOW down). An elementwise op left NT runs as scalar loops on one core: 0059 of the evaluation
@@ -327,12 +327,12 @@ def rule_variant(program: Program, schedule: Schedule, rules: tuple[str, ...] = 
       same sizes (its fill then runs as its own op): the torch export's max pooling of 2,048 iterations
       ran at 2.4x with TF, 3.7x with T.
     Neither of the last two made a better policy on the validation programs (runs/v20-v22:
-    docs/agent-training.md, "Two more rules").
+    docs/agent-experiments.md, "Two more rules").
     - depthwise (not in RULE_GROUPS): an NCHW depthwise convolution (not vectorizable) gets
       DEPTHWISE_TILES (`_depthwise_actions`). The teacher's targets for it were eight different patterns in
       eight programs; the policy's mixture of them ran the evaluation's MobileNet block at 1.2x where this
       pattern on that one op gives 3.1x. Checked on runs/v31's targets (taken on 7 of 8), cloned by
-      fine-tuning: shipped (runs/v34, docs/agent-training.md, seventeenth session).
+      fine-tuning: shipped (runs/v34, docs/agent-experiments.md, seventeenth session).
     - pool (not in RULE_GROUPS): an NCHW pooling of output rows at least POOL_MIN_ROW wide gets POOL_ROW_TILES
       then V (`_pool_actions`): the torch export's max pooling ran at 3.4x with the policy's schedule, 5.6x
       with this one. Not one pattern for all: taken on 5 of 17 training poolings, 0.43x where the target ran
@@ -347,13 +347,13 @@ def rule_variant(program: Program, schedule: Schedule, rules: tuple[str, ...] = 
       gmean, at least 0.97 on 25; it lost on 1x1 convolutions and rows under 8 (not the rule's), and a
       register block of 4 filters lost everywhere (0.66). Applied to the shipped policy's schedules of 10
       validation programs it gives 1.29x; cloned by fine-tuning (runs/v38-v40) the policies carried it to
-      1x1 convolutions and lost on validation (0.987): not used (docs/agent-training.md, twentieth session).
+      1x1 convolutions and lost on validation (0.987): not used (docs/agent-experiments.md, twentieth session).
     - block (not in RULE_GROUPS): a 2-D elementwise op at least 64 wide of fewer than TINY_BELOW iterations
       tiled with TP or T gets BLOCK_TILES then V (`_block_actions`), instead of rows: in the evaluation's
       layer norm (16x64 ops) hill climbing's T(16,32) V ran at 1.48x where the policy's rows ran at 1.13x.
       Checked on runs/v34's targets: taken on 30 of 40 (kept on 10, among them layer norms of 8-12 rows where
       it measured 0.67-0.80 of rows); cloned by fine-tuning (runs/v36) it was 1.010 of the shipped policy on
-      validation and put an evaluation block under its baseline: not used (docs/agent-training.md,
+      validation and put an evaluation block under its baseline: not used (docs/agent-experiments.md,
       eighteenth session).
     """
     sess = Session(program, openmp=openmp)

@@ -301,7 +301,7 @@ class Ensemble(nn.Module):
     """Policies of one layout deciding together: each head's distribution is the mean of the members'
     (a mixture: log of the mean of their softmaxes, which `distribution` masks and renormalizes), the
     value the mean of theirs. Each cloning run breaks the near-ties between schedules of overlapping
-    timings its own way (docs/agent-training.md); together the members keep the choices they share."""
+    timings its own way (docs/agent-experiments.md); together the members keep the choices they share."""
 
     def __init__(self, members: list[ActorCritic]) -> None:
         super().__init__()

@@ -1,6 +1,6 @@
 """Training recipes: how a shipped policy is made, as code that `mlir-rl-tui train --recipe NAME` runs.
 
-`default` made agent/checkpoints/default.pt (its default.json records the run; docs/agent-training.md tells
+`default` made agent/checkpoints/default.pt (its default.json records the run; docs/agent-experiments.md tells
 the story), end to end on the project's 2-core machine:
 
 1. Programs: the train split of an `engine.dataset` folder (--programs; default: generate OUT/dataset with
@@ -83,7 +83,7 @@ the near-ties anew. The "pool" rule, runs/v32, lost on validation poolings.)
 Tried on 2026-11-27, not shipped (runs/v36): runs/v34's targets with the "block" rule checked on them (one
 serial 16x32 register tile and V on 2-D elementwise ops under 4,096 iterations; taken on 30 of the 40 targets
 it changed), cloned by fine-tuning runs/v34's weights, 6 minutes; 1.010 of runs/v34 on validation, a
-program under its baseline on evaluation (docs/agent-training.md, eighteenth session):
+program under its baseline on evaluation (docs/agent-experiments.md, eighteenth session):
 
     mlir-rl-tui train --recipe default --teacher hill --out runs/v36 <runs/v31's data options> \
         --prefer-rules 0.97 --targets-from runs/v34 --rule-groups block \
@@ -92,7 +92,7 @@ program under its baseline on evaluation (docs/agent-training.md, eighteenth ses
 Tried on 2026-11-27, not shipped (runs/v38-v40): runs/v34's targets with the "conv" rule checked on them (one
 output row per register tile on NCHW convolutions larger than 1x1; taken on 17 of the 24 targets it changed),
 each member of the shipped ensemble fine-tuned on them; 0.987 of the shipped ensemble on 88 validation
-programs, the pattern carried to 1x1 convolutions (docs/agent-training.md, twentieth session):
+programs, the pattern carried to 1x1 convolutions (docs/agent-experiments.md, twentieth session):
 
     mlir-rl-tui train --recipe default --teacher hill --out runs/v38 <runs/v31's data options> \
         --prefer-rules 0.97 --targets-from runs/v34 --rule-groups conv \
@@ -101,7 +101,7 @@ programs, the pattern carried to 1x1 convolutions (docs/agent-training.md, twent
 
 Tried on 2026-11-27, not shipped: the same targets cloned for 30 epochs (runs/v44, v46, v47; 0.987 on 88
 validation programs), and runs/v48 = runs/v38's targets plus 26 more conv blocks' (runs/v49-v51; 0.991, 1.036
-on the NCHW-conv programs, near-ties flipped elsewhere; docs/agent-training.md, twenty-first session):
+on the NCHW-conv programs, near-ties flipped elsewhere; docs/agent-experiments.md, twenty-first session):
 
     mlir-rl-tui train --recipe default --teacher hill --out runs/v49 <runs/v31's data options, --more ...
         runs/s22/blocks_c21 runs/s22/blocks_c22> --prefer-rules 0 --targets-from runs/v48 \
@@ -109,7 +109,7 @@ on the NCHW-conv programs, near-ties flipped elsewhere; docs/agent-training.md, 
 
 Tried on 2026-11-27, not shipped: targets anchored to the shipped policy's own one-pass schedules except on the
 convolutions in the conv rule's domain (runs/s23/anch: runs/v48's actions there), cloned as runs/v49 was
-(runs/v55-v57; 1.000 on 88 validation programs, 1.019 on the NCHW-conv programs; docs/agent-training.md, twenty-second
+(runs/v55-v57; 1.000 on 88 validation programs, 1.019 on the NCHW-conv programs; docs/agent-experiments.md, twenty-second
 session). `--anchor P.pt` makes such targets (P.pt's own schedules, --rule-groups checked on them) in one
 command:
 
@@ -120,12 +120,12 @@ A program the --targets-from run has no target for (a folder added last to --mor
 
 `--targets-from RUN --seed S` clones an earlier run's targets again without searching (the same data options;
 runs/v31's with seed 1 took 13 minutes): two such clonings deciding together (`mlir-rl-tui ensemble`) gained on
-validation but lost on its aligned poolings and were not shipped (docs/agent-training.md, sixteenth session).
+validation but lost on its aligned poolings and were not shipped (docs/agent-experiments.md, sixteenth session).
 
 Shipped since 2026-11-27, nineteenth session: three policies deciding together, runs/v34 and two more clonings
 of its targets, each fine-tuned from its own cloning of runs/v31's targets (seeds 1 and 2; runs/v31s2 took 17
 minutes with its rule checks timed again, runs/v37 2.5), 1.013 of runs/v34 on 155 validation programs, 7 ms
-per decision (docs/agent-training.md, nineteenth session):
+per decision (docs/agent-experiments.md, nineteenth session):
 
     mlir-rl-tui train --recipe default --teacher hill --out runs/v31s2 <runs/v31's data options> \
         --prefer-rules 0.97 --targets-from runs/v31 --bc-epochs 50 --seed 2
@@ -139,7 +139,7 @@ Tried on 2026-11-28, not shipped (E14b, runs/v73-v75; E14c, runs/v76-v78 with --
 minus its three 8-channel 2x2 stride-2 poolings of 17x17): the shipped ensemble's own schedules with the pool rule
 checked on them, plus tiny stride-2 poolings of rows of 16-32 (`block_programs runs/s28/strided_s28 16 28
 --sizes strided pool`), cloned from its members and decided by consensus; they carried the row pattern to a
-stride-1 validation pooling, 1.40x -> 0.58x (docs/agent-training.md, twenty-eighth session):
+stride-1 validation pooling, 1.40x -> 0.58x (docs/agent-experiments.md, twenty-eighth session):
 
     mlir-rl-tui ensemble --member K runs/memberK.pt agent/checkpoints/default.pt      # K = 1, 2, 3
     mlir-rl-tui train --recipe default --teacher hill --out runs/v73 <runs/v69's data options, --more ...
@@ -152,11 +152,11 @@ Tried on 2026-11-28, not shipped (E15, runs/v79-v81; E15b, runs/v82-v84 with --m
 runs/v85-v87: --targets-from runs/v79 instead of --anchor, --more ... runs/s29/odd2_s30): E14b
 with the pool rule for rows of 4 columns or more (expert.POOL_MIN_ROW), members 2 and 3 given the first run's
 dataset_extra and blocks folders; they took a stride-1 validation pooling of rows of 17 under its baseline
-(docs/agent-training.md, twenty-ninth session).
+(docs/agent-experiments.md, twenty-ninth session).
 
 Shipped since 2026-11-29, thirtieth session: E15d, E15c's members (runs/v85-v87) deciding by vote (the
 transformation more than half of the members chose, each on its own distribution; agent/explain.py), 1.032 of
-E13c on the 155 validation programs, nothing newly under 0.95x (docs/agent-training.md, thirtieth session):
+E13c on the 155 validation programs, nothing newly under 0.95x (docs/agent-experiments.md, thirtieth session):
 
     mlir-rl-tui train --recipe default --teacher hill --out runs/v85 <runs/v79's data options, --more ...
         runs/s29/odd2_s30> --targets-from runs/v79 --prefer-rules 0.97 --rule-groups pool \
@@ -172,7 +172,7 @@ K-th member (1: runs/v34) for --bc-init or --init (PPO) to start from.
 `--demos`, `--choose-by`, `--confirm` (the teacher's best and runners-up timed again side by side),
 longer cloning, `--start-from` (expert iteration: a climb from the policy's own schedule) and
 `--rule-groups TF+rows serial vector tiny` (two more rules) did not beat the same recipe without them on
-validation programs; `--prefer-rules` did (docs/agent-training.md).
+validation programs; `--prefer-rules` did (docs/agent-experiments.md).
 """
 
 from __future__ import annotations

@@ -49,13 +49,20 @@ def main() -> int:
     if args.samples:
         files = [f for f in files if f.stem in args.samples.split(",")]
     methods = args.methods.split(",")
+    ranker = None
+    if "guided" in methods:  # the guided search needs the cost model (the shipped one)
+        from mlir_rl_tui.agent.costmodel import load_cost_model
+
+        ranker = load_cost_model()
+        if ranker is None:
+            sys.exit("--methods guided needs the shipped cost model (agent/checkpoints/costmodel.pt)")
     rows = []
     with Engine(config=MeasureConfig(runs=args.runs)) as eng:
         for f in files:
             prog = load_file(str(f))
             for meth in methods:
                 t = time.monotonic()
-                r = search(eng, prog, meth, args.budget, seed=args.seed)
+                r = search(eng, prog, meth, args.budget, seed=args.seed, ranker=ranker if meth == "guided" else None)
                 row = {"sample": f.stem, "method": meth, "speedup": r.speedup, "evaluated": r.evaluated,
                        "to_5pct": within(r.history, r.speedup), "stopped": r.stopped, "schedule": str(r.schedule),
                        "validated": r.best.validated, "seconds": time.monotonic() - t}

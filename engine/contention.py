@@ -4,9 +4,8 @@ The engine's locks (engine.worker._flock) keep its own workers apart, but not th
 thread building the next schedule, the app drawing), a training run or anything else on the machine. On the
 2-core VM a parallel kernel timed while one other process kept a core busy measures about 2x slower, every
 round alike, so the figure looks trustworthy and is not: 0051's TP schedule 31.7x with one busy-loop
-beside it, 61.9x without; the 1x1 convolution 0002's hill-climbing schedule 1.0x against 1.8x (this was
-the "run-level timing states" of docs/agent-training.md). The kernel's own process cannot tell from its
-times; the kernel of the machine can: all CPUs' busy time (/proc/stat, steal included: the host took the
+beside it, 61.9x without; the 1x1 convolution 0002's hill-climbing schedule 1.0x against 1.8x. The
+kernel's own process cannot tell from its times; the kernel of the machine can: all CPUs' busy time (/proc/stat, steal included: the host took the
 core) minus this process's CPU time over the same span is what the others used, in cores.
 
 The second thing that moves parallel timings is outside the machine: with nothing else running, the 1x1
@@ -17,8 +16,8 @@ seen (the hand-off probe below) and waited out: 30 measurements of one validatio
 residual block of five parallel regions) in a row took 26-34 us with the probe at 1.03-1.50 us and 69-78 us
 with it at 2.28-2.36 us, in runs of one to five measurements (seconds); both engines of an interleaved
 pair went slow at the same moments, so it is the machine, not the process (malloc's layout, thread
-placement and page faults were ruled out: docs/agent-training.md, "Far cores"). Such a
-state lasted through all three rounds of a sitting's A/B and made a block's figure 2.6x apart between
+placement and page faults were ruled out). Such a
+state lasted through all three rounds of an A/B comparison and made a block's figure 2.6x apart between
 sittings with the same code. So a parallel timing whose probe took over FAR_FACTOR times the machine's
 fastest probe so far (`far`; the engine keeps it, and the machine's record for the next engine) is timed
 again after FAR_WAITS_S, and if still far it is reported as far and not stored, like a contended one.

@@ -15,8 +15,9 @@ of the same code taken at different moments:
 - `mlir-rl-tui doctor`'s repeats, all pairs.
 
 A reported interval is at least as wide as the 95th percentile of those (`floor`; its upper 90% confidence
-bound: the window is a sample, and an interval that claims 95% must not cover less), so it covers the next
-measurement of the same thing as often as it claims. With fewer than MIN_PAIRS pairs the machine is new and
+bound: the window is a sample, and an interval that claims 95% must not cover less; but never the single
+largest pair once there are MIN_PAIRS), so it covers the next measurement of the same thing as often as it
+claims. With fewer than MIN_PAIRS pairs the machine is new and
 the interval is at least PRIOR wide: a narrow interval is earned, never assumed.
 """
 
@@ -45,7 +46,9 @@ def floor(window: list[float]) -> float:
     if not window:
         return PRIOR
     xs = sorted(window)
-    q = xs[upper_rank(len(xs)) - 1]
+    # once there are MIN_PAIRS, never the largest pair: one wild pair (a busy moment the flags missed) would
+    # otherwise set every interval until WINDOW more pairs pushed it out
+    q = xs[min(upper_rank(len(xs)), len(xs) - 1 if len(xs) >= MIN_PAIRS else len(xs)) - 1]
     rel = math.exp(q) - 1
     return max(rel, PRIOR) if len(xs) < MIN_PAIRS else rel
 

@@ -4,7 +4,7 @@
 Each round measures every schedule once, A B C A B C ..., never from the cache. The machine has slow spells of
 seconds to a minute that the far-cores probe (engine.contention) does not see: in one evaluation sitting a
 convolution's schedule ran 45x, 99x, 45x where earlier evaluations had measured it at 103-106x, and hill
-climbing's schedule beside it 44x, 112x, 113x (docs/agent-training.md). So while a schedule's runs are split
+climbing's schedule beside it 44x, 112x, 113x. So while a schedule's runs are split
 (its slowest run over its fastest above SPLIT), another round of all of them follows, up to `max_rounds`
 (default 2 x rounds + 1). So it does while every run of a schedule is far (the probe saw the host's far-cores
 state, engine.contention, around each of them: such runs agree with each other and are not a split): in one
@@ -18,7 +18,7 @@ states of the host, not of the code. The median of the runs was the figure until
 evaluation sittings of the same policy, same schedules, disagreed on the policy / hill climbing ratio by a
 mean 5.4% per program (up to 1.26x: a 113x113 pooling's two schedules both ran at 2.5x in some rounds and
 4.8x in others, and the median took whichever state had more rounds); with the fastest run, 1.3% (up to
-1.05x), and with the median of the rounds' paired ratios 3.2% (docs/agent-training.md, "The fastest run").
+1.05x), and with the median of the rounds' paired ratios 3.2%.
 """
 
 from __future__ import annotations

@@ -214,7 +214,7 @@ def _handoff_kernel(req: dict):
             # one run now, unpinned: when the probe is the worker's first parallel region (a schedule whose
             # foralls all folded away, e.g. TF of one tile), OpenMP would start under `_pinned` and bind its
             # whole team to core 0 (KMP_AFFINITY reads the mask then) for the worker's life: hand-offs of
-            # 7.4 us instead of 1.0 and parallel kernels 2-5x slower (docs/agent-training.md, sixteenth session)
+            # 7.4 us instead of 1.0 and parallel kernels 2-5x slower (tests/test_contention.py)
             compiled.call()
             compiled.free_result()
         except StageError:

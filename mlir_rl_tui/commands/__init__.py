@@ -48,7 +48,7 @@ COMMANDS: dict[str, Command] = {
     "build": Command("build", "a scheduled program as a shared library (C interface, callable from Python)"),
     "import": Command("import_", "a PyTorch module (FILE.py:NAME) as a linalg program, via torch-mlir"),
     "ensemble": Command("ensemble", "several policies as one checkpoint that decides with all of them"),
-    "costmodel": Command("costmodel", "the learned cost model: train it on the cache's measurements, evaluate it"),
+    "costmodel": Command("costmodel", "the learned cost model: train it on the cache's measurements, evaluate it, calibrate its interval"),
     "lesson": Command("lesson", "guided lessons: loop transformations step by step, measured live"),
     "doctor": Command("doctor", "this machine: cores, runtime, roofline, and how much to trust a measurement now"),
     "convert-checkpoint": Command("convert_checkpoint", "convert an older checkpoint to the current format "

@@ -1,0 +1,99 @@
+"""The user documentation works on a fresh clone: every link in README.md and docs/*.md points at a file of the
+repository (and a heading of it, when it names one), and every fenced shell command names a program and a
+subcommand that exist."""
+
+from __future__ import annotations
+
+import pathlib
+import re
+import shlex
+
+import pytest
+
+from mlir_rl_tui.commands import COMMANDS
+from mlir_rl_tui.engine.samples import names as sample_names
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
+FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.M | re.S)
+#: what a user does not have: the project's private notes, papers and experiment folders
+PRIVATE = ("../shared", "shared/", "papers/", "reference/", "runs/")
+
+
+def slug(heading: str) -> str:
+    """GitHub's anchor of a heading: lower case, punctuation dropped, spaces as dashes."""
+    text = re.sub(r"[`*_]", "", heading.strip().lower())
+    text = re.sub(r"[^\w\- ]", "", text)
+    return text.replace(" ", "-")
+
+
+def anchors(page: pathlib.Path) -> set[str]:
+    text = FENCE.sub("", page.read_text())
+    return {slug(m.group(1)) for m in re.finditer(r"^#{1,6} (.+)$", text, re.M)}
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+def test_every_link_points_at_a_file_of_the_repository(page):
+    bad = []
+    for target in LINK.findall(FENCE.sub("", page.read_text())):
+        if re.match(r"^[a-z]+:", target):  # https:, mailto:
+            continue
+        if any(p in target for p in PRIVATE):
+            bad.append(f"{target}: not in the repository")
+            continue
+        path, _, anchor = target.partition("#")
+        dest = (page.parent / path).resolve() if path else page
+        if not dest.exists():
+            bad.append(f"{target}: no such file")
+        elif anchor and dest.suffix == ".md" and anchor not in anchors(dest):
+            bad.append(f"{target}: no such heading")
+    assert not bad, f"{page.name}: " + "; ".join(bad)
+
+
+def commands(page: pathlib.Path) -> list[list[str]]:
+    """The shell commands of a page's bash (or unmarked) fences, one token list per simple command."""
+    out = []
+    for lang, body in FENCE.findall(page.read_text()):
+        if lang not in ("bash", "sh", "shell", ""):
+            continue
+        for line in body.splitlines():
+            line = line.split(" #")[0].strip().removeprefix("$ ")
+            if not line or line.startswith("#"):
+                continue
+            for part in re.split(r"&&|\|\||;|\|", line):
+                try:
+                    tokens = shlex.split(part)
+                except ValueError:
+                    continue
+                while tokens and re.match(r"^[A-Z_]+=", tokens[0]):  # VAR=value before the program
+                    tokens = tokens[1:]
+                if tokens and tokens[0] == "env":
+                    tokens = [t for t in tokens[1:] if not re.match(r"^[A-Z_]+=", t)]
+                if tokens:
+                    out.append(tokens)
+    return out
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+def test_every_command_names_a_program_and_subcommand_that_exist(page):
+    bad = []
+    for tokens in commands(page):
+        prog, rest = tokens[0], tokens[1:]
+        if prog.endswith("mlir-rl-tui"):
+            if not rest or rest[0].startswith("-"):
+                continue
+            first = rest[0]
+            if first not in COMMANDS and first not in sample_names() and not (ROOT / first).exists() \
+                    and not first.endswith(".mlir"):
+                bad.append(" ".join(tokens))
+        elif prog.endswith("python") and rest[:1] != ["-m"] and rest and rest[0].endswith(".py"):
+            if not (ROOT / rest[0]).exists():
+                bad.append(" ".join(tokens))
+        elif prog == "bash" and rest and not rest[0].startswith("-") and not (ROOT / rest[0]).exists():
+            bad.append(" ".join(tokens))
+    assert not bad, f"{page.name}: commands whose program or subcommand does not exist: {bad}"
+
+
+def test_the_readme_stays_an_overview():
+    assert len((ROOT / "README.md").read_text().splitlines()) <= 350
