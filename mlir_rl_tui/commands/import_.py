@@ -17,7 +17,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("spec", metavar="FILE.py:NAME")
     p.add_argument("--input", action="append", default=[], metavar="SHAPE[:DTYPE]",
                    help="shape of each input, in order, e.g. 1x3x32x32 or 16x64:f32 (default f32)")
-    p.add_argument("-o", "--output", help="the .mlir file to write (default: NAME.mlir in the current folder)")
+    p.add_argument("-o", "--output", help="the .mlir file to write (default: NAME in lower case .mlir, in the current "
+                                          "folder)")
     p.add_argument("--passes", default="all", metavar="LIST",
                    help="what import does to the model besides exporting it: all (default), none, or a comma-separated "
                         "subset of bn (batch norms folded into convolutions), nhwc (NCHW convolutions as NHWC), fold "

@@ -6,7 +6,7 @@ import argparse
 
 DESCRIPTION = """Opens the app on a lesson: each step applies a schedule, measures it on this machine and
 explains it; ] next step, [ back, l back to the lesson after trying your own steps. Without NAME, lists the
-shipped lessons. A lesson is a small TOML file (README: Lessons)."""
+shipped lessons. A lesson is a small TOML file (docs/models.md, "Lessons")."""
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
