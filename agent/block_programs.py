@@ -192,8 +192,7 @@ SIZES["aligned"] = dict(SIZES["small"], pool=([4, 8, 16], [9, 17, 18, 33], [2, 3
 SIZES["strided"] = dict(SIZES["small"], pool=([4, 8, 16], [32, 48, 64], [2, 3], [2]))
 #: "odd": the small table, but 2x2 stride-1 poolings of sides 12, 14, 20 and 24, 4-16 channels: output rows of 11,
 #: 13, 19 and 23 columns, where a vector along the row (a length not a multiple of 8) wins at some widths and
-#: loses at others; no side is the evaluation's 16 or the validation poolings' 17 and 18. (E15b drew from sides
-#: 14, 16, 20 and 24: docs/agent-experiments.md, twenty-ninth session.)
+#: loses at others; no side is the evaluation's 16 or the validation poolings' 17 and 18.
 SIZES["odd"] = dict(SIZES["small"], pool=([4, 8, 16], [12, 14, 20, 24], [2], [1]))
 
 

@@ -48,18 +48,18 @@ from mlir_rl_tui.engine.actions import apply_vector
 @dataclass
 class Args:
     programs: list[str] = field(default_factory=lambda: ["samples"])
-    """training programs: folders, a dataset manifest (its "train" split) or .mlir files"""
+    """folders, data set manifests (train split) or .mlir files"""
     out: str = "runs/ppo"
-    """folder for checkpoints (last.pt, policy.pt) and the CSV log (progress.csv)"""
+    """last.pt, policy.pt and progress.csv"""
     seed: int = 0
     iterations: int = 10
-    """PPO iterations (each: collect `programs_per_batch` episodes, then `update_epochs` epochs)"""
+    """PPO iterations"""
     programs_per_batch: int = 64
-    """episodes per iteration (paper: trajectories from 64 code samples at a time)"""
+    """episodes per iteration"""
     learning_rate: float = 1e-3
     clip_coef: float = 0.2
     gamma: float = 1.0
-    """no discounting: the reward comes at the end of the episode (paper Sec. VII-A.5)"""
+    """1: no discounting (the reward comes at the end)"""
     gae_lambda: float = 0.95
     minibatch_size: int = 32
     update_epochs: int = 4
@@ -68,25 +68,25 @@ class Args:
     max_grad_norm: float = 0.5
     norm_adv: bool = True
     target_kl: float | None = None
-    """stop an iteration's epochs early when the approximate KL exceeds this (cleanrl); None = paper setting"""
+    """stop an iteration's epochs when the approximate KL exceeds this"""
     penalty: float = -1.0
-    """reward of a schedule that fails to compile, run or validate"""
+    """reward of a schedule that fails"""
     runs: int = 3
-    """timed runs per measurement (median)"""
+    """timed runs per measurement"""
     init: str | None = None
-    """start from these weights (e.g. a behaviour-cloning checkpoint)"""
+    """start from these weights"""
     resume: bool = False
-    """continue from OUT/last.pt (weights, optimizer, iteration, RNG, CSV; tensors + JSON, see agent/checkpoint.py)"""
+    """continue from OUT/last.pt"""
     ray_address: str | None = None
-    """run the rollouts as Ray tasks on this cluster ("local" starts one on this machine)"""
+    """run the rollouts as Ray tasks on this cluster ("local": one here)"""
     ray_tasks: int = 2
-    """Ray tasks per iteration (the batch's programs are split between them)"""
+    """Ray tasks per iteration"""
     threads: int = 1
-    """torch threads for inference and updates"""
+    """torch threads"""
     cost_model: str | None = None
-    """reward episodes with this cost model's predicted speedup ("shipped": agent/checkpoints/costmodel.pt)"""
+    """reward episodes with this cost model's prediction ("shipped")"""
     measured_fraction: float = 0.25
-    """with --cost-model: the share of episodes measured anyway (their reward is the measurement)"""
+    """with --cost-model: the share of episodes measured anyway"""
 
 
 # ----------------------------------------------------------------------------------------------

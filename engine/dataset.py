@@ -11,19 +11,31 @@ samples/):
 
 Shapes are kept small enough for a baseline run of at most `max_baseline_ms` on a laptop core (the
 paper's shapes take seconds untransformed). `generate` writes the .mlir files and `manifest.json` with
-the train/eval split and every program's baseline time, measured with the same pipeline as search.
+the train/eval split (and, given an engine, every program's baseline time), `read_manifest` reads such a
+folder back, and `measure` runs searches on its programs for the cost model. The ops' MLIR text is
+engine.linalg_text's; measurement files (dataset export/import) are engine.measurement_file's.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from mlir_rl_tui.engine.errors import EngineError
+from mlir_rl_tui.engine.linalg_text import (
+    Module,
+    op_add,
+    op_conv,
+    op_matmul,
+    op_pool,
+    op_relu,
+    op_sigmoid,
+    op_softmax,
+)
 from mlir_rl_tui.engine.program import load
 
 SINGLE_OPS = ("matmul", "conv_2d", "pooling", "add", "relu")
@@ -43,153 +55,6 @@ _SPATIAL = (7, 14, 28, 56, 112)
 _CHANNELS = (3, 16, 24, 32, 64, 96, 128, 256)
 _FILTERS = (16, 32, 64, 128, 256)
 _KERNELS = (1, 3, 3, 5, 7)
-
-
-def _t(shape) -> str:
-    return "tensor<" + "x".join(str(s) for s in shape) + "xf32>"
-
-
-def _map(n: int, dims) -> str:
-    d = ", ".join(f"d{i}" for i in range(n))
-    return f"affine_map<({d}) -> ({', '.join(f'd{i}' for i in dims)})>"
-
-
-class _Module:
-    """Emits one function body, SSA value by SSA value."""
-
-    def __init__(self) -> None:
-        self.args: list[tuple[int, ...]] = []
-        self.lines: list[str] = []
-        self.n = 0
-        self.flops = 0
-
-    def arg(self, shape) -> str:
-        self.args.append(tuple(shape))
-        return f"%arg{len(self.args) - 1}"
-
-    def val(self) -> str:
-        self.n += 1
-        return f"%{self.n}"
-
-    def emit(self, line: str) -> None:
-        self.lines.append("  " + line)
-
-    def empty(self, shape) -> str:
-        v = self.val()
-        self.emit(f"{v} = tensor.empty() : {_t(shape)}")
-        return v
-
-    def filled(self, shape, cst: str) -> str:
-        e = self.empty(shape)
-        v = self.val()
-        self.emit(f"{v} = linalg.fill ins({cst} : f32) outs({e} : {_t(shape)}) -> {_t(shape)}")
-        return v
-
-    def generic(self, ins: list[tuple[str, tuple, list[int]]], out: tuple, out_dims: list[int], n_loops: int,
-                iterators: list[str], body: list[str], init: str | None = None) -> str:
-        """A linalg.generic; `body` uses %in0.., %out and ends with the yielded value in its last line."""
-        maps = [_map(n_loops, dims) for _, _, dims in ins] + [_map(n_loops, out_dims)]
-        init = init or self.empty(out)
-        v = self.val()
-        names = ", ".join(x for x, _, _ in ins)
-        types = ", ".join(_t(s) for _, s, _ in ins)
-        its = ", ".join(f'"{i}"' for i in iterators)
-        block = ", ".join(f"%in{i}: f32" for i in range(len(ins))) + ", %out: f32"
-        self.emit(f"{v} = linalg.generic {{indexing_maps = [{', '.join(maps)}], iterator_types = [{its}]}} "
-                  f"ins({names} : {types}) outs({init} : {_t(out)}) {{")
-        self.emit(f"^bb0({block}):")
-        for ln in body[:-1]:
-            self.emit("  " + ln)
-        self.emit(f"  linalg.yield {body[-1]} : f32")
-        self.emit(f"}} -> {_t(out)}")
-        return v
-
-    def text(self, result: str, result_shape, comment: str) -> str:
-        args = ", ".join(f"%arg{i}: {_t(s)}" for i, s in enumerate(self.args))
-        head = [f"// {comment}", f"func.func @forward({args}) -> {_t(result_shape)} {{",
-                "  %cst = arith.constant 0.000000e+00 : f32", "  %cst_1 = arith.constant 1.000000e+00 : f32",
-                "  %cst_ninf = arith.constant 0xFF800000 : f32"]
-        return "\n".join(head + self.lines + [f"  return {result} : {_t(result_shape)}", "}", ""])
-
-
-# ----------------------------------------------------------------------------------------------
-# Ops: each takes the module, its input (value, shape) and the generator; returns (value, shape, label).
-def op_matmul(m: _Module, x: str, shape: tuple, n: int) -> tuple[str, tuple]:
-    rows, k = shape
-    w = m.arg((k, n))
-    acc = m.filled((rows, n), "%cst")
-    v = m.val()
-    m.emit(f"{v} = linalg.matmul ins({x}, {w} : {_t(shape)}, {_t((k, n))}) outs({acc} : {_t((rows, n))}) "
-           f"-> {_t((rows, n))}")
-    m.flops += 2 * rows * n * k
-    return v, (rows, n)
-
-
-def op_add(m: _Module, x: str, shape: tuple) -> tuple[str, tuple]:
-    y = m.arg(shape)
-    out = m.empty(shape)
-    v = m.val()
-    m.emit(f"{v} = linalg.add ins({x}, {y} : {_t(shape)}, {_t(shape)}) outs({out} : {_t(shape)}) -> {_t(shape)}")
-    m.flops += int(np.prod(shape))
-    return v, shape
-
-
-def _elementwise(m: _Module, x: str, shape: tuple, body: list[str], cost: int) -> tuple[str, tuple]:
-    n = len(shape)
-    m.flops += cost * int(np.prod(shape))
-    return m.generic([(x, shape, list(range(n)))], shape, list(range(n)), n, ["parallel"] * n, body), shape
-
-
-def op_relu(m: _Module, x: str, shape: tuple) -> tuple[str, tuple]:
-    return _elementwise(m, x, shape, ["%r = arith.maximumf %in0, %cst : f32", "%r"], 1)
-
-
-def op_sigmoid(m: _Module, x: str, shape: tuple) -> tuple[str, tuple]:
-    body = ["%a = arith.negf %in0 : f32", "%b = math.exp %a : f32", "%c = arith.addf %b, %cst_1 : f32",
-            "%r = arith.divf %cst_1, %c : f32", "%r"]
-    return _elementwise(m, x, shape, body, 4)
-
-
-def op_softmax(m: _Module, x: str, shape: tuple) -> tuple[str, tuple]:
-    """Row softmax of a 2-D tensor: max, exp(x - max), sum, divide - four linalg.generic ops."""
-    rows, cols = shape
-    red = ["parallel", "reduction"]
-    mx = m.generic([(x, shape, [0, 1])], (rows,), [0], 2, red, ["%r = arith.maximumf %in0, %out : f32", "%r"],
-                   init=m.filled((rows,), "%cst_ninf"))
-    ex = m.generic([(x, shape, [0, 1]), (mx, (rows,), [0])], shape, [0, 1], 2, ["parallel"] * 2,
-                   ["%a = arith.subf %in0, %in1 : f32", "%r = math.exp %a : f32", "%r"])
-    sm = m.generic([(ex, shape, [0, 1])], (rows,), [0], 2, red, ["%r = arith.addf %in0, %out : f32", "%r"],
-                   init=m.filled((rows,), "%cst"))
-    out = m.generic([(ex, shape, [0, 1]), (sm, (rows,), [0])], shape, [0, 1], 2, ["parallel"] * 2,
-                    ["%r = arith.divf %in0, %in1 : f32", "%r"])
-    m.flops += 5 * rows * cols
-    return out, shape
-
-
-def op_conv(m: _Module, x: str, shape: tuple, f: int, k: int, stride: int) -> tuple[str, tuple]:
-    b, h, w, c = shape
-    oh, ow = (h - k) // stride + 1, (w - k) // stride + 1
-    filt = m.arg((k, k, c, f))
-    out = (b, oh, ow, f)
-    acc = m.filled(out, "%cst")
-    v = m.val()
-    m.emit(f"{v} = linalg.conv_2d_nhwc_hwcf {{dilations = dense<1> : tensor<2xi64>, strides = dense<{stride}> : "
-           f"tensor<2xi64>}} ins({x}, {filt} : {_t(shape)}, {_t((k, k, c, f))}) outs({acc} : {_t(out)}) -> {_t(out)}")
-    m.flops += 2 * b * oh * ow * f * k * k * c
-    return v, out
-
-
-def op_pool(m: _Module, x: str, shape: tuple, k: int, stride: int) -> tuple[str, tuple]:
-    b, h, w, c = shape
-    oh, ow = (h - k) // stride + 1, (w - k) // stride + 1
-    out = (b, oh, ow, c)
-    acc = m.filled(out, "%cst_ninf")
-    win = m.empty((k, k))
-    v = m.val()
-    m.emit(f"{v} = linalg.pooling_nhwc_max {{dilations = dense<1> : vector<2xi64>, strides = dense<{stride}> : "
-           f"vector<2xi64>}} ins({x}, {win} : {_t(shape)}, {_t((k, k))}) outs({acc} : {_t(out)}) -> {_t(out)}")
-    m.flops += b * oh * ow * c * k * k
-    return v, out
 
 
 # ----------------------------------------------------------------------------------------------
@@ -212,7 +77,7 @@ def _pick(rng: np.random.Generator, xs):
 def single_op(rng: np.random.Generator, op: str) -> Generated:
     """One op with model-like shapes, redrawn until its work fits MAX_FLOPS."""
     for _ in range(1000):
-        m = _Module()
+        m = Module()
         if op == "matmul":
             rows, k, n = _pick(rng, _ROWS), _pick(rng, _FEATURES), _pick(rng, _FEATURES)
             x = m.arg((rows, k))
@@ -254,7 +119,7 @@ def single_op(rng: np.random.Generator, op: str) -> Generated:
 def sequence(rng: np.random.Generator, length: int = SEQUENCE_LENGTH) -> Generated:
     """A random chain: each op takes the previous op's output (paper Sec. VI-A)."""
     for _ in range(1000):
-        m = _Module()
+        m = Module()
         ops: list[str] = []
         if rng.random() < 0.5:
             shape = (_pick(rng, _ROWS[:-2]), _pick(rng, _FEATURES[:5]))
@@ -427,127 +292,3 @@ def measure(paths: list[str], engine, budget: int = 20, methods: tuple[str, ...]
             except EngineError:  # the baseline fails: nothing to learn from this program
                 break
     return made
-
-
-# ----------------------------------------------------------------------------------------------
-# Measurement files: a cache's rows carried to another checkout or machine (one writer, one reader)
-MEASUREMENTS_FORMAT = "mlir-rl-tui measurements 1"
-MAX_MEASUREMENT_ROWS = 1_000_000
-
-
-def export_measurements(cache, path: str, programs: set[str] | None = None, machine: str | None = None) -> int:
-    """Write the cache's intact rows (of these program sha256s, of `machine`; None: all) to `path`, gzipped
-    JSON lines after a header line; returns the rows written. `import_measurements` reads it back."""
-    import gzip
-
-    from mlir_rl_tui.engine.cache import ENGINE_VERSION
-
-    rows = sorted(cache.entries(machine, programs), key=lambda r: r[:3])
-    with gzip.open(path, "wt", encoding="utf-8") as f:
-        f.write(json.dumps({"format": MEASUREMENTS_FORMAT, "engine_version": ENGINE_VERSION, "rows": len(rows)})
-                + "\n")
-        for sha, schedule, mach, result in rows:
-            f.write(json.dumps({"program": sha, "schedule": schedule, "machine": mach, "result": result},
-                               sort_keys=True) + "\n")
-    return len(rows)
-
-
-def read_measurements(path: str, version_must_match: bool = False
-                      ) -> Iterator[tuple[str, str, str, dict] | None]:
-    """The rows of a measurement file, each (program sha256, schedule text, machine, result), None for a row
-    that is not a measurement this engine stores (fields, status, times) or whose schedule does not parse.
-    `version_must_match`: a file of another engine version is an EngineError (its times belong to another
-    pipeline). EngineError too for a file that cannot be read or is not a measurement file."""
-    import gzip
-    import zlib
-
-    from mlir_rl_tui.engine.cache import ENGINE_VERSION
-    from mlir_rl_tui.engine.engine import Measurement
-    from mlir_rl_tui.engine.schedule import parse
-
-    try:
-        with gzip.open(path, "rt", encoding="utf-8") as f:
-            header = json.loads(f.readline() or "null")
-            if not isinstance(header, dict) or header.get("format") != MEASUREMENTS_FORMAT:
-                raise EngineError(f"{path}: not a measurement file (its first line is not a "
-                                  f"{MEASUREMENTS_FORMAT!r} header)")
-            if version_must_match and header.get("engine_version") != ENGINE_VERSION:
-                raise EngineError(f"{path}: measured with engine version {header.get('engine_version')}, this is "
-                                  f"{ENGINE_VERSION}: its times cannot stand for this machine's")
-            for n, line in enumerate(f):
-                if n >= MAX_MEASUREMENT_ROWS:
-                    raise EngineError(f"{path}: more than {MAX_MEASUREMENT_ROWS} rows")
-                try:
-                    row = json.loads(line)
-                    sha, text, mach, result = row["program"], row["schedule"], row["machine"], row["result"]
-                    if not all(isinstance(x, str) for x in (sha, text, mach)) or len(sha) != 64:
-                        raise ValueError("key")
-                    Measurement.from_record(result)
-                    parse(text)
-                except (ValueError, KeyError, TypeError, AttributeError, EngineError):
-                    yield None
-                    continue
-                yield sha, text, mach, result
-    except (OSError, EOFError, zlib.error, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise EngineError(f"{path}: cannot read the measurement file ({type(e).__name__}: {e})") from None
-
-
-def import_measurements(cache, path: str, as_machine: str | None = None) -> tuple[int, int, int]:
-    """Put the rows of a measurement file into the cache: (imported, already there, refused). A row the
-    cache already has for its key is kept as it is (this machine's own measurement wins); a row that is not
-    a measurement this engine stores (fields, status, times), or whose schedule does not parse, is refused.
-    `as_machine`: every row is filed under this machine fingerprint instead of its own (timings of another
-    machine of the same kind used as this one's: the caller says so, and `same_kind` checks it); rows of
-    another engine version are refused then, since their times belong to another pipeline."""
-    new = old = bad = 0
-    for row in read_measurements(path, version_must_match=as_machine is not None):
-        if row is None:
-            bad += 1
-            continue
-        sha, text, mach, result = row
-        mach = as_machine or mach
-        if cache.get(sha, text, mach) is not None:
-            old += 1
-            continue
-        cache.put(sha, text, mach, result)
-        new += 1
-    return new, old, bad
-
-
-#: `same_kind` times the untransformed code of the shipped samples whose baseline the file has, when it ran
-#: in under this many ms there (a few seconds in all; the matmul samples' 13-90 ms would take longer)
-SAME_KIND_MAX_MS = 5.0
-#: ... and the file's machine is this kind when the median ratio of the times is within this factor. Two
-#: "AMD EPYC" VMs with the same fingerprint (the model name a VM shows, core count, MLIR, engine version)
-#: timed the samples' baselines 1.2-1.5x apart (2026-11-26), and their schedules' times and speedups with
-#: them; sittings on one machine agree within a few percent.
-SAME_KIND_TOLERANCE = 1.25
-
-
-def same_kind(engine, path: str) -> tuple[float | None, list[tuple[str, float]]]:
-    """Is the machine a measurement file was made on this kind? The shipped samples whose untransformed
-    program the file has timed (under SAME_KIND_MAX_MS) are timed again here, fresh: (the median ratio of
-    this machine's time to the file's, or None when the file has no such sample; each sample's name and
-    ratio). The caller compares the ratio with SAME_KIND_TOLERANCE."""
-    import statistics
-
-    from mlir_rl_tui.engine.program import load_file, sha256_text
-    from mlir_rl_tui.engine.samples import find, names
-    from mlir_rl_tui.engine.schedule import Schedule
-
-    files = {}  # a sample is one function: its program hash is its text's
-    for name in names():
-        with open(find(name), encoding="utf-8") as f:
-            files[sha256_text(f.read())] = name
-    theirs: dict[str, float] = {}
-    for row in read_measurements(path, version_must_match=True):
-        if row is not None and row[1] == "" and row[0] in files and row[3].get("status") == "ok" \
-                and row[3]["time_ms"] < SAME_KIND_MAX_MS:
-            theirs[row[0]] = row[3]["time_ms"]
-    ratios = []
-    for sha, t in sorted(theirs.items(), key=lambda kv: files[kv[0]]):
-        name = files[sha]
-        m = engine.measure(load_file(find(name)), Schedule({}), use_cache=False)
-        if m.ok and m.time_ms:
-            ratios.append((name, m.time_ms / t))
-    return (statistics.median(r for _, r in ratios) if ratios else None), ratios

@@ -16,7 +16,7 @@ import sys
 from mlir_rl_tui.engine import load_file
 from mlir_rl_tui.engine.dataset import read_manifest
 
-#: The folders of runs/v48's --more, in order (a run's program indices follow it).
+#: The block folders of the training programs beyond the data set's, in the order the recipe reads them.
 MORE = ["base/blocks_s1", "s13/blocks_s7", "small/blocks_s10", "aligned/blocks_s14", "s22/blocks_c21",
         "s22/blocks_c22"]
 
@@ -50,13 +50,13 @@ def main(checkout: str) -> int:
              if s not in early_train and s not in evaluation]
     val88 = val57 + sorted(files_shas("val/small_s12").values()) + sorted(files_shas("val/aligned_s16").values())
     training = {**shas("dataset", "train"), **shas("common/dataset_extra"), **shas("common/blocks")}
-    for folder in MORE[:4]:  # runs/v31's, the training programs when the second validation set was drawn
+    for folder in MORE[:4]:  # the training programs when the second validation set was drawn
         training.update(shas(folder))
     earlier = {load_file(p).sha256 for p in val88}
     val2 = [p for f in ("val2/blocks_s18", "val2/small_s20", "val2/aligned_s22") for s, p in shas(f).items()
             if s not in training and s not in earlier and s not in evaluation]
     val2 = list(dict.fromkeys(val2))
-    # the conv blocks of runs/v48 left out the draws with a validation program's shape
+    # the conv blocks leave out the draws with a validation program's shape
     val_shapes = {shape(p) for p in val88 + val2}
     for folder in ("s22/blocks_c21", "s22/blocks_c22"):
         path = os.path.join(folder, "manifest.json")

@@ -145,13 +145,12 @@ def test_imitation_targets_keep_the_baseline_and_end_missing_ops_with_nt(matmul)
     m = Measurement("ok", "op0: T(8,32,1) V", time_ms=1.0, baseline_ms=1.05, speedup=1.05)
     sched, sp, made, why = imitation_target(None, matmul, parse("op0: T(8,32,1) V"), m, keep_baseline=1.1)
     assert sched == Schedule({}) and sp == 1.0 and made == 0 and "baseline" in why
-    # a good one, with tolerance 0 (the recipe's default): the search's schedule as found, nothing measured
+    # a good one: the search's schedule as found, nothing measured
     import types
 
     m = Measurement("ok", "op0: T(8,32,1) V", time_ms=1.0, baseline_ms=3.0, speedup=3.0)
-    sched, sp, made, why = imitation_target(types.SimpleNamespace(openmp=True), matmul, parse("op0: T(8,32,1) V"),
-                                            m, tolerance=0)
-    assert str(sched) == "op0: T(8,32,1) V; op1: NT" and sp == 3.0 and made == 0 and "kept" in why
+    sched, sp, made, why = imitation_target(types.SimpleNamespace(openmp=True), matmul, parse("op0: T(8,32,1) V"), m)
+    assert str(sched) == "op0: T(8,32,1) V; op1: NT" and sp == 3.0 and made == 0 and "3.00x" in why
 
 
 def test_search_tile_sizes_beyond_the_candidates_become_ones_the_policy_can_choose(matmul):
@@ -284,7 +283,9 @@ def test_evaluate_measures_policy_and_search_alike(tmp_path, matmul, cache_dir, 
             assert r[k] and r[f"{k}_found"] and r[f"{k}_found"] >= 1.0
             if not r[f"{k}_schedule"]:
                 assert r[k] == r[f"{k}_found"] == 1.0  # kept the baseline: nothing to re-measure
-        assert r["hill@4_found"] >= r["hill@2_found"]  # more measurements on the same path: never worse
+        # more measurements on the same path: never worse, but for a figure timed while another process used
+        # a core, which is not cached and is measured again by the longer search
+        assert r["hill@4_found"] >= r["hill@2_found"] / 1.15
         for k in ("policy", "hill@2", "hill@4"):  # each figure is the fastest of its rounds (agent.remeasure)
             assert len(r[f"{k}_runs"]) == r["rounds"] >= 3 and r[k] == pytest.approx(max(r[f"{k}_runs"]), abs=1e-4)
         assert r["hill@4_replayed"] >= r["hill@2_measured"]  # its first candidates are hill@2's, from the cache

@@ -10,28 +10,31 @@ from conftest import ROOT
 pytest.importorskip("torch_mlir", reason="torch-mlir is the [import] extra; scripts/setup installs it")
 
 
-def test_blocks_export_validate_and_train(tmp_path, cache_dir):
+def test_blocks_export_validate_and_train(tmp_path, cache_dir, monkeypatch):
+    from mlir_rl_tui.agent import recipes
     from mlir_rl_tui.agent.block_programs import FAMILIES, export_blocks
-    from mlir_rl_tui.agent.recipes import DefaultRecipe, training_programs
     from mlir_rl_tui.engine import Engine, load_file
-    from mlir_rl_tui.engine.dataset import generate, read_manifest
+    from mlir_rl_tui.engine.dataset import read_manifest
 
-    man = export_blocks(str(tmp_path / "blocks"), 4, seed=3)  # torch-mlir in a child process
+    folder = tmp_path / "run" / "programs" / "blocks"
+    man = export_blocks(str(folder), 4, seed=3)  # torch-mlir in a child process
     assert not man["skipped"] and [e["family"] for e in man["programs"]] == list(FAMILIES[:4])
     assert [e["graph_passes"] for e in man["programs"]] == [True, False, True, False]
-    entries = read_manifest(str(tmp_path / "blocks"))["programs"]
+    entries = read_manifest(str(folder))["programs"]
     with Engine() as eng:
         for e in entries[:2]:  # an MLP through import's passes, a ResNet block as torch-mlir writes it
             prog = load_file(e["abspath"])
             assert prog.sha256 == e["sha256"] and len(prog.ops) >= 3
             m = eng.baseline(prog)
             assert m.ok and m.validated, m.error  # checked against PyTorch's output saved at export
-    # the recipe trains on them beside a data set, as --blocks does (OUT/blocks exists: not exported again)
-    generate(str(tmp_path / "data"), 5, seed=0)
-    r = DefaultRecipe(out=str(tmp_path), programs=str(tmp_path / "data"), blocks=4, exclude=[])
-    progs, data = training_programs(r, None, lambda _: None)
-    assert str(tmp_path / "blocks") in data["extra"]
-    assert {e["sha256"] for e in entries} <= {p.sha256 for p in progs}
+    # the recipe trains on them after a data set's train split (the folder exists: not exported again)
+    monkeypatch.setattr(recipes, "PROGRAMS", (recipes.Source("data", "generated", 5, 0),
+                                              recipes.Source("blocks", "blocks", 4, 3)))
+    r = recipes.DefaultRecipe(out=str(tmp_path / "run"))
+    progs, evaluation, counts = recipes.make_programs(r, recipes.Stages(lambda _: None, None))
+    assert counts == {"data": 4, "blocks": 4} and len(progs) == 8  # the data set's 5: 4 train, 1 eval
+    assert [p.sha256 for p in progs[4:]] == [e["sha256"] for e in entries]
+    assert {load_file(p).sha256 for p in evaluation}.isdisjoint(p.sha256 for p in progs)
 
 
 def test_no_block_has_the_shape_of_an_evaluation_export():

@@ -12,7 +12,7 @@ import sys
 import tomllib
 
 import pytest
-from conftest import ROOT, SAMPLES
+from conftest import ROOT
 
 from mlir_rl_tui.commands import APP, COMMANDS, load, main
 
@@ -126,21 +126,21 @@ def test_train_without_recipe_is_ppo_with_its_defaults(calls, capsys):
 def test_train_recipe_default_parses_with_the_recipe_defaults(calls, capsys):
     from mlir_rl_tui.agent.recipes import DefaultRecipe
 
-    assert main(["train", "--recipe", "default"]) == 0
-    assert calls[-1] == DefaultRecipe() and (calls[-1].bc_epochs, calls[-1].iterations) == (60, 0)
-    assert main(["train", "--recipe", "default", "--programs", "runs/dataset", "--budget", "40", "--bc-epochs",
-                 "120", "--more", "x", "y", "--exclude", "--learning-rate", "1e-5", "--ship"]) == 0
-    assert calls[-1] == DefaultRecipe(programs="runs/dataset", budget=40, bc_epochs=120, more=["x", "y"], exclude=[],
-                                      learning_rate=1e-5, ship=True)
-    assert calls[-1].command() == ("mlir-rl-tui train --recipe default --programs runs/dataset --more x y --exclude "
-                                   "--budget 40 --bc-epochs 120 --learning-rate 1e-05 --ship")
+    assert main(["train", "--recipe", "default", "--out", "run"]) == 0
+    assert calls[-1] == DefaultRecipe(out="run") and (calls[-1].members, calls[-1].bc_epochs) == (3, 50)
+    assert calls[-1].command() == "mlir-rl-tui train --recipe default --out run"
+    assert main(["train", "--recipe", "default", "--out", "run", "--budget", "40", "--members", "1",
+                 "--bc-epochs", "120", "--ship"]) == 0
+    assert calls[-1] == DefaultRecipe(out="run", budget=40, members=1, bc_epochs=120, ship=True)
+    assert calls[-1].command() == ("mlir-rl-tui train --recipe default --out run --budget 40 --members 1 "
+                                   "--bc-epochs 120 --ship")
 
 
 @pytest.mark.parametrize("argv,words", [
     (["train", "--budget", "3"], "--budget is an option of --recipe default only"),
-    (["train", "--recipe", "default", "--resume"], "--resume is not an option of --recipe default"),
-    (["train", "--recipe", "default", "--bc", "t.jsonl"], "--bc is not an option of --recipe default"),
-    (["train", "--recipe", "default", "--programs", "a", "b"], "one --programs folder"),
+    (["train", "--recipe", "default", "--out", "x", "--resume"], "--resume is not an option of --recipe default"),
+    (["train", "--recipe", "default", "--out", "x", "--bc", "t.jsonl"], "--bc is not an option of --recipe default"),
+    (["train", "--recipe", "default"], "--recipe default needs --out DIR"),
 ])
 def test_train_mixing_the_modes_is_one_line(argv, words, calls, capsys):
     assert main(argv) == 2
@@ -148,127 +148,66 @@ def test_train_mixing_the_modes_is_one_line(argv, words, calls, capsys):
     assert words in err and "\n" not in err and not calls
 
 
-def test_train_help_documents_the_recipe(capsys):
+def test_train_help_is_short_and_documents_both_modes(capsys):
     with pytest.raises(SystemExit):
         main(["train", "--help"])
-    out = " ".join(capsys.readouterr().out.split())
-    for words in ("recipe_search", "Behaviour cloning", "--bc-epochs", "230 programs", "90 minutes",
-                  "--limit LIMIT", "with --recipe default 0.0001"):
+    text = capsys.readouterr().out
+    assert len(text.splitlines()) <= 60
+    out = " ".join(text.split())
+    for words in ("--recipe default --out DIR", "resum", "--members N", "(default 3)", "--bc-epochs N",
+                  "(default 50 per member; --bc: 100)", "--clip-coef X", "(default 2; PPO: 1)"):
         assert words in out, words
 
 
-def test_train_names_an_unknown_rule_in_one_line(tmp_path, capsys):
-    out = tmp_path / "run"
-    assert main(["train", "--recipe", "default", "--out", str(out), "--rule-groups", "TF+rows", "sereal"]) == 2
-    err = capsys.readouterr().err.strip()
-    assert "unknown rule 'sereal' in --rule-groups" in err and "\n" not in err and not out.exists()
-
-
-def test_tiny_recipe_runs_end_to_end(tmp_path, cache_dir, capsys):
-    """The whole pipeline on one program: generate, teacher, cloning, one PPO iteration, choice, record."""
-    from mlir_rl_tui.agent.recipes import CHECKPOINTS
+def test_the_recipe_runs_end_to_end_and_resumes(tmp_path, cache_dir, capsys):
+    """The whole recipe on two programs: programs drawn, teacher, rule checks, two members cloned, the vote
+    ensemble, the evaluation, the record. Run again it redoes nothing it finished; a target line cut by an
+    interrupt and a missing member are made again, and only they."""
+    from mlir_rl_tui.agent import checkpoint as ck
+    from mlir_rl_tui.agent.recipes import CHECKPOINTS, PROGRAMS, read_targets
     from mlir_rl_tui.agent.suggest import load_policy
 
     shipped = os.path.join(CHECKPOINTS, "default.pt")
-    before = os.stat(shipped).st_mtime_ns if os.path.exists(shipped) else None
+    before = os.stat(shipped).st_mtime_ns
     out = tmp_path / "run"
-    argv = ["train", "--recipe", "default", "--out", str(out), "--n", "2", "--exclude", "--budget", "2",
-            "--bc-epochs", "1", "--iterations", "1", "--programs-per-batch", "2", "--threads", "1", "--limit", "1"]
+    argv = ["train", "--recipe", "default", "--out", str(out), "--budget", "2", "--members", "2", "--bc-epochs",
+            "2", "--threads", "1", "--limit", "2"]
     assert main(argv) == 0
     std = capsys.readouterr()
     assert std.out == f"{out / 'default.pt'}\n"
-    assert "BC epoch 1" in std.err and "greedy ppo policy" in std.err
+    # only the folder the two programs come from was drawn (a quick check does not draw the rest)
+    assert [p.name for p in (out / "programs").iterdir()] == [PROGRAMS[0].folder]
+    targets = read_targets(str(out / "targets.jsonl"))
+    assert len(targets) == 2 and all(t["measurements"] >= 1 and t["speedup"] > 0 for t in targets.values())
     info = json.loads((out / "default.json").read_text())
-    assert info["train_programs"] == 1 and info["bc_epochs"] == 1 and info["ppo"]["iterations"] == 1
-    assert info["command"] == "mlir-rl-tui " + " ".join(argv)
-    assert set(info["greedy_train_gmean"]) == {"bc", "ppo"} and info["shipped"] in ("bc", "ppo")
+    assert info["command"] == "mlir-rl-tui " + " ".join(argv) and info["train_programs"] == 2
+    assert info["commit"] and info["machine"] and info["recipe"]["decode"] == "vote"
+    assert info["teacher"]["measurements"] == sum(t["measurements"] for t in targets.values())
+    ev = info["evaluation"]
+    assert ev["programs"] == 2 and ev["gmean_speedup"] > 0 and ev["ms_per_decision"] > 0
+    assert set(info["cloning"]["loss"]) == {"member1.pt", "member2.pt"} and info["cloning"]["decisions"] >= 2
+    assert ck.load(str(out / "default.pt"), "policy")[1]["members"] == 2
     assert load_policy(str(out / "default.pt")) is not None
-    assert (os.stat(shipped).st_mtime_ns if os.path.exists(shipped) else None) == before  # no --ship: untouched
-    # a re-run (replayed from the cache) replaces the teacher's traces: one schedule per program and kind
-    assert main(argv[:-8] + ["--iterations", "0", "--threads", "1", "--limit", "1"]) == 0
+    assert os.stat(shipped).st_mtime_ns == before  # no --ship: untouched
+    for stage in ("programs", "teacher", "cloning (epochs)", "evaluation"):
+        assert stage in info["seconds"]
+
+    # run again: nothing searched, nothing cloned
+    member2 = (out / "member2.pt").stat().st_mtime_ns
+    assert main(argv) == 0
     capsys.readouterr()
-    from mlir_rl_tui.engine.trace import read_trace
-
-    for kind in ("search", "target"):
-        assert len(read_trace(str(out / "traces" / kind / "000.jsonl")).episodes()) == 1
-    # expert iteration: the hill teacher, then a climb from the shipped policy's own schedule on the program
-    assert main(argv[:-8] + ["--teacher", "hill", "--start-from", shipped, "--start-budget", "1",
-                             "--confirm-rounds", "1", "--threads", "1", "--limit", "1"]) == 0
+    assert len((out / "targets.jsonl").read_text().splitlines()) == 2
+    assert (out / "member2.pt").stat().st_mtime_ns == member2
+    # an interrupt cut the second target's line and the second member was never written: both made again
+    lines = (out / "targets.jsonl").read_text().splitlines()
+    (out / "targets.jsonl").write_text(lines[0] + "\n" + lines[1][: len(lines[1]) // 2])
+    (out / "member2.pt").unlink()
+    member1 = (out / "member1.pt").stat().st_mtime_ns
+    assert main(argv) == 0
     err = capsys.readouterr().err
-    assert "from the policy's schedule" in err, err
-    info = json.loads((out / "default.json").read_text())
-    assert info["start_from"] == shipped and info["start_budget"] == 1
-    # another cloning of the same targets (e.g. an ensemble's member): no search, the earlier run's targets
-    again = tmp_path / "again"
-    from mlir_rl_tui.agent import checkpoint as ck
-    from mlir_rl_tui.agent.policy import save_member
-
-    one = shipped  # cloning starts from one policy: the shipped ensemble's first member
-    if ck.load(shipped, "policy")[1].get("members"):
-        save_member(shipped, 1, one := str(tmp_path / "member1.pt"))
-    assert main(["train", "--recipe", "default", "--out", str(again), "--programs", str(out / "dataset"),
-                 "--exclude", "--targets-from", str(out), "--seed", "1", "--bc-epochs", "1", "--threads", "1",
-                 "--limit", "1", "--prefer-rules", "0.97", "--rule-groups", "depthwise", "pool",
-                 "--bc-init", one, "--bc-lr", "0"]) == 0
-    assert "target of" in capsys.readouterr().err
-    info = json.loads((again / "default.json").read_text())
-    assert info["targets_from"] == str(out) and info["teacher_measurements"] == 0
-    # the rule groups are checked on the earlier targets; on a program without NCHW depthwise convolutions or
-    # poolings they change nothing, so nothing is timed (tests/test_teacher.py times them where they apply)
-    assert info["rule_groups"] == ["depthwise", "pool"] and info["target_measurements"] == 0
-    # --bc-init: the cloning starts from the shipped weights (at learning rate 0 it ends with them too)
-    import torch
-
-    assert info["bc_init"] == one
-    start, end = ck.load(one, "policy")[0], ck.load(str(again / "bc.pt"), "policy")[0]
-    assert start.keys() == end.keys() and all(torch.equal(start[k], end[k]) for k in start)
-    first, second = (read_trace(str(d / "traces" / "target" / "000.jsonl")).episodes()[0] for d in (out, again))
-    assert first.schedule == second.schedule and first.program_sha256 == second.program_sha256
-    # a program the earlier run has no target for (here the second of --n 2; e.g. a folder added to --more)
-    # goes to the teacher; the first keeps its earlier target
-    grown = tmp_path / "grown"
-    assert main(["train", "--recipe", "default", "--out", str(grown), "--programs", str(out / "dataset"),
-                 "--exclude", "--targets-from", str(out), "--teacher", "hill", "--budget", "2", "--bc-epochs", "1",
-                 "--threads", "1", "--limit", "2", "--prefer-rules", "0", "--bc-init", one, "--bc-lr", "0"]) == 0
-    err = capsys.readouterr().err
-    assert "1 training programs without a target in" in err and "target of" in err, err
-    info = json.loads((grown / "default.json").read_text())
-    assert info["train_programs"] == 2 and info["teacher_measurements"] >= 1
-    grown_first = read_trace(str(grown / "traces" / "target" / "000.jsonl")).episodes()[0]
-    assert grown_first.schedule == first.schedule
-    assert read_trace(str(grown / "traces" / "search" / "001.jsonl")).episodes()  # searched by the teacher
-    assert not (grown / "traces" / "search" / "000.jsonl").exists()  # not searched again
-    # --anchor: the targets are a policy's own one-pass schedules, no search
-    anchored = tmp_path / "anchored"
-    assert main(["train", "--recipe", "default", "--out", str(anchored), "--programs", str(out / "dataset"),
-                 "--exclude", "--anchor", one, "--bc-epochs", "1", "--threads", "1", "--limit", "1",
-                 "--prefer-rules", "0", "--bc-init", one, "--bc-lr", "0"]) == 0
-    assert f"own schedule of {one}" in capsys.readouterr().err
-    info = json.loads((anchored / "default.json").read_text())
-    assert info["anchor"] == one and info["teacher_measurements"] == 0 and "--anchor" in info["how"]
-    from mlir_rl_tui.agent.suggest import to_measure
-    from mlir_rl_tui.engine import Session, load_file
-
-    ep = read_trace(str(anchored / "traces" / "target" / "000.jsonl")).episodes()[0]
-    own = load_policy(one).schedule(Session(load_file(ep.program), openmp=True)).schedule
-    assert ep.schedule == (to_measure(own) if len(to_measure(own)) else own)
-    assert main(["train", "--recipe", "default", "--out", str(tmp_path / "none"), "--anchor", one,
-                 "--targets-from", str(out), "--n", "2", "--exclude", "--limit", "1"]) == 2
-    err = capsys.readouterr().err.strip()
-    assert "give one" in err and "\n" not in err
-    from mlir_rl_tui.agent.recipes import earlier_targets
-    from mlir_rl_tui.engine import EngineError
-
-    with pytest.raises(EngineError, match="the target of another program"):
-        earlier_targets(str(out), [load_file(str(SAMPLES / "relu.mlir"))])
-    assert main(["train", "--recipe", "default", "--out", str(tmp_path / "none"), "--targets-from",
-                 str(tmp_path), "--n", "2", "--exclude", "--limit", "1"]) == 2
-    err = capsys.readouterr().err.strip()
-    assert "no traces/target folder" in err and "\n" not in err
-    assert main(["train", "--recipe", "default", "--out", str(tmp_path / "none"), "--bc-init",
-                 str(tmp_path / "missing.pt"), "--n", "2", "--exclude", "--limit", "1"]) == 2
-    err = capsys.readouterr().err.strip()
-    assert "missing.pt" in err and "\n" not in err
+    assert "member2.pt" in err and "member1.pt:" not in err
+    assert len(read_targets(str(out / "targets.jsonl"))) == 2 and (out / "member2.pt").exists()
+    assert (out / "member1.pt").stat().st_mtime_ns == member1
 
 
 def test_the_engine_imports_neither_the_app_nor_the_agent_nor_torch():

@@ -29,7 +29,7 @@ SMALL = cm.TrainConfig(members=2, epochs=60)
 @pytest.fixture(scope="module")
 def measured(engine):
     """Real measurements of two samples and a held-out one in the session's cache (random draws)."""
-    for f, budget in ((TRAIN[0], 6), (TRAIN[1], 4), (HELD[0], 4)):
+    for f, budget in ((TRAIN[0], 5), (TRAIN[1], 4), (HELD[0], 3)):
         search(engine, load_file(f), "random", budget, seed=11)
     programs = cm.read_programs(TRAIN, HELD)
     return programs, cm.read_samples(engine.cache, programs)

@@ -12,6 +12,7 @@ from conftest import ROOT
 
 from mlir_rl_tui.engine import dataset as ds
 from mlir_rl_tui.engine import load, load_file
+from mlir_rl_tui.engine import measurement_file as mf
 from mlir_rl_tui.engine.samples import program
 
 
@@ -111,7 +112,7 @@ def test_import_as_this_machine_refuses_another_kind_of_machine(engine, tmp_path
 
     relu = load_file(find("relu"))
     m = engine.measure(relu, Schedule({}), use_cache=False)
-    assert m.ok and m.time_ms < ds.SAME_KIND_MAX_MS
+    assert m.ok and m.time_ms < mf.SAME_KIND_MAX_MS
 
     def write(name: str, factor: float) -> str:
         rec = m.to_record()
@@ -121,7 +122,7 @@ def test_import_as_this_machine_refuses_another_kind_of_machine(engine, tmp_path
             rec[k] = [x * factor for x in rec[k]]
         f = str(tmp_path / name)
         with gzip.open(f, "wt") as out:
-            out.write(json.dumps({"format": ds.MEASUREMENTS_FORMAT, "engine_version": ENGINE_VERSION,
+            out.write(json.dumps({"format": mf.MEASUREMENTS_FORMAT, "engine_version": ENGINE_VERSION,
                                   "rows": 1}) + "\n")
             out.write(json.dumps({"program": relu.sha256, "schedule": "", "machine": "other-machine",
                                   "result": rec}) + "\n")
@@ -157,7 +158,7 @@ def test_measurements_travel_to_another_cache_and_back(engine, add, tmp_path, mo
     src.put(add.sha256, "op0: V", "other-machine", {"status": "ok", "speedup": 3.0})  # not a stored measurement
     src.put("f" * 64, "op0: V", "other-machine", m.to_record())  # another program: not exported
     f = str(tmp_path / "m.jsonl.gz")
-    assert ds.export_measurements(src, f, {add.sha256}) == 2
+    assert mf.export_measurements(src, f, {add.sha256}) == 2
 
     monkeypatch.setenv("MLIR_RL_TUI_CACHE", str(tmp_path / "dst"))
     assert main(["dataset", "import", f]) == 0
@@ -173,7 +174,7 @@ def test_measurements_travel_to_another_cache_and_back(engine, add, tmp_path, mo
     assert "0 measurements imported" in capsys.readouterr().out
 
     with gzip.open(f, "wt") as out:  # another engine version's timings cannot stand for this machine's
-        out.write(json.dumps({"format": ds.MEASUREMENTS_FORMAT, "engine_version": "0", "rows": 0}) + "\n")
+        out.write(json.dumps({"format": mf.MEASUREMENTS_FORMAT, "engine_version": "0", "rows": 0}) + "\n")
     assert main(["dataset", "import", f, "--as-this-machine"]) == 2
     assert "engine version 0" in capsys.readouterr().err
     (tmp_path / "bad.gz").write_bytes(b"not gzip")
@@ -191,6 +192,6 @@ def test_the_measurement_files_in_data_are_whole_and_of_this_engine_version():
     for path in files:
         with gzip.open(path, "rt") as f:
             header = json.loads(f.readline())
-        rows = list(ds.read_measurements(str(path), version_must_match=True))
+        rows = list(mf.read_measurements(str(path), version_must_match=True))
         assert None not in rows and len(rows) == header["rows"] > 1000, path.name
         assert samples <= {sha for sha, text, _, _ in rows if text == ""}, path.name

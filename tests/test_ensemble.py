@@ -105,7 +105,7 @@ def test_the_ensemble_command(tmp_path):
     for i, p in enumerate(paths):
         save(member(i), p)
     r = cli("ensemble", str(tmp_path / "e.pt"), *paths)
-    assert r.returncode == 0 and "an ensemble of 2 policies" in r.stdout, r.stderr
+    assert r.returncode == 0 and "an ensemble of 2 policies (decode vote)" in r.stdout, r.stderr  # the shipped rule
     assert isinstance(load_policy(str(tmp_path / "e.pt")).model, Ensemble)
     r = cli("ensemble", str(tmp_path / "f.pt"), paths[0], str(tmp_path / "missing.pt"))
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "missing.pt" in r.stderr

@@ -29,7 +29,7 @@ def test_import_validates_against_pytorch_and_search_improves_it(name, shape, tm
     assert info["ops"] > 5 and (tmp_path / f"{name}.mlir.torch.npz").exists()
     base = json.loads(cli("apply", str(out), "--schedule", "", "--json").stdout)
     assert base["status"] == "ok" and base["validated"]  # the worker compared it with PyTorch's output
-    found = json.loads(cli("search", str(out), "--method", "hill", "--budget", "30", "--json").stdout)
+    found = json.loads(cli("search", str(out), "--method", "hill", "--budget", "8", "--json").stdout)
     assert found["status"] == "ok" and found["speedup"] > 1.1, found
 
 

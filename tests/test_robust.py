@@ -133,7 +133,7 @@ def test_a_busy_worker_ends_when_its_parent_is_killed(engine):
 
 
 def test_kill_9_of_a_search_keeps_every_whole_record_and_leaves_no_worker(engine, matmul, tmp_path):
-    """20 searches appending to one trace, each killed with -9 at a random moment; every few rounds the
+    """10 searches appending to one trace, each killed with -9 at a random moment; every few rounds the
     trace also gets a cut last line, as a writer killed mid-record leaves it."""
     engine.baseline(matmul)
     assert engine.peaks() is not None  # in the shared cache: the searches below measure only schedules
@@ -150,15 +150,15 @@ def test_kill_9_of_a_search_keeps_every_whole_record_and_leaves_no_worker(engine
 
     whole: list[dict] = []
     killed_with_workers = 0
-    for i in range(20):
+    for i in range(10):
         p = search(i)
-        time.sleep(rng.uniform(0.5, 4.0))
+        time.sleep(rng.uniform(0.5, 3.0))
         if live_workers(tag):
             killed_with_workers += 1
         p.send_signal(signal.SIGKILL)
         p.communicate()
         assert wait_gone(tag, 3.0) == {}, f"round {i}: workers outlived their parent"
-        if i % 4 == 1:
+        if i % 3 == 1:
             with open(trace, "ab") as f:  # a record cut in the middle
                 f.write(b'{"program":"samples/matmul.mlir","program_sha256":"')
         if trace.exists():
@@ -166,7 +166,7 @@ def test_kill_9_of_a_search_keeps_every_whole_record_and_leaves_no_worker(engine
             assert tr.bad_lines == 0, f"round {i}"
             assert tr.records[:len(whole)] == whole, f"round {i}: a whole record was lost"
             whole = tr.records
-    assert killed_with_workers >= 5  # the kills did land while measuring
+    assert killed_with_workers >= 3  # the kills did land while measuring
     p = search(0, "hill")  # its first candidate (register tiles) beats the baseline: a non-empty episode
     out, err = p.communicate(timeout=600)
     assert p.returncode == 0, err

@@ -117,7 +117,8 @@ def run_measure(args: argparse.Namespace) -> int:
 
 def run_transfer(args: argparse.Namespace) -> int:
     """`dataset export FILE --programs ...` / `dataset import FILE`: measurements carried between caches."""
-    from mlir_rl_tui.engine import dataset, load_file
+    from mlir_rl_tui.engine import load_file
+    from mlir_rl_tui.engine import measurement_file as mf
     from mlir_rl_tui.engine.cache import Cache
     from mlir_rl_tui.engine.engine import machine_key
 
@@ -126,12 +127,12 @@ def run_transfer(args: argparse.Namespace) -> int:
         raise CliError(f"the measurement cache {cache.folder} cannot be used")
     if args.dataset_command == "export":
         shas = {load_file(p).sha256 for p in program_paths(args.programs)}
-        n = dataset.export_measurements(cache, args.file, shas)
+        n = mf.export_measurements(cache, args.file, shas)
         print(f"{args.file}: {n} measurements of {len(shas)} programs")
         return 0
     if args.as_this_machine:
         check_same_kind(args.file)
-    new, old, bad = dataset.import_measurements(cache, args.file, machine_key() if args.as_this_machine else None)
+    new, old, bad = mf.import_measurements(cache, args.file, machine_key() if args.as_this_machine else None)
     print(f"{args.file}: {new} measurements imported into {cache.folder}, {old} already there"
           + (f", {bad} refused (not a measurement this engine stores)" if bad else ""))
     return 0
@@ -139,18 +140,19 @@ def run_transfer(args: argparse.Namespace) -> int:
 
 def check_same_kind(path: str) -> None:
     """`import --as-this-machine`: the file's timings of the samples' untransformed code against this
-    machine's (engine.dataset.same_kind); CliError, nothing imported, when they differ beyond the tolerance."""
-    from mlir_rl_tui.engine import Engine, dataset
+    machine's (engine.measurement_file.same_kind); CliError, nothing imported, when they differ beyond the tolerance."""
+    from mlir_rl_tui.engine import Engine
+    from mlir_rl_tui.engine import measurement_file as mf
 
     print(f"{path}: timing the samples' untransformed code to check this machine is the file's kind", flush=True)
     with Engine() as eng:  # the cache's timing lock; same_kind's timings are not stored
-        ratio, each = dataset.same_kind(eng, path)
+        ratio, each = mf.same_kind(eng, path)
     if ratio is None:
         print(f"{path}: no sample's untransformed code is timed in it: whether this machine is its kind is unchecked")
         return
     detail = ", ".join(f"{name} {r:.2f}x" for name, r in each)
-    if not 1 / dataset.SAME_KIND_TOLERANCE <= ratio <= dataset.SAME_KIND_TOLERANCE:
+    if not 1 / mf.SAME_KIND_TOLERANCE <= ratio <= mf.SAME_KIND_TOLERANCE:
         raise CliError(f"{path}: not imported: this machine times the samples' untransformed code {ratio:.2f}x the "
-                       f"file's ({detail}), beyond {dataset.SAME_KIND_TOLERANCE}x: another kind of machine whose "
+                       f"file's ({detail}), beyond {mf.SAME_KIND_TOLERANCE}x: another kind of machine whose "
                        "timings cannot stand for this one's (import without --as-this-machine keeps them apart)")
     print(f"{path}: this machine times the samples' untransformed code {ratio:.2f}x the file's ({detail}): the same kind")

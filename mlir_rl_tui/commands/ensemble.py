@@ -9,13 +9,12 @@ import os
 from mlir_rl_tui.commands.common import CliError, add_json, emit
 
 DESCRIPTION = """Writes OUT, a policy checkpoint holding the policies A, B, ... (2 to 4, of one layout). It schedules
-like one policy (optimize, evaluate, the app's suggestion, train --start-from): at each decision every
-head's distribution is the mean of the members' (agent.policy.Ensemble), so a near-tie that one cloning
-run broke one way and another run the other is decided by all of them; with --decode consensus the tile
-sizes are one member's own, and with --decode vote (the shipped policy's rule) the transformation too is
-the one most members chose. Each member adds about 3 ms to a
-decision. Training (train --init, --bc-init, PPO) starts from one policy, not from an ensemble: with
---member K, OUT is the K-th member (from 1) of the one ensemble given (e.g. of the shipped policy)."""
+like one policy (optimize, evaluate, the app's suggestion): with --decode vote (the shipped policy's rule)
+each member decides the transformation on its own distribution and the one more than half chose is taken,
+with the tile sizes of the member whose vector the ensemble finds most probable, so a near-tie that one
+cloning run broke one way and another run the other is decided by all of them. Each member adds about
+3 ms to a decision. Training (train --init) starts from one policy, not from an ensemble: with --member K,
+OUT is the K-th member (from 1) of the one ensemble given (e.g. of the shipped policy)."""
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -24,7 +23,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "the one ensemble to take a member of")
     p.add_argument("--member", type=int, metavar="K", help="write the K-th member (from 1) of the ensemble POLICY "
                    "as a policy checkpoint of its own")
-    p.add_argument("--decode", choices=("grouped", "consensus", "vote"), default="grouped",
+    p.add_argument("--decode", choices=("grouped", "consensus", "vote"), default="vote",
                    help="how the ensemble decodes (agent/explain.py): 'grouped' takes each tile size as the most "
                    "probable of the mean of the members' distributions; 'consensus' takes the tile sizes of the "
                    "member whose vector the ensemble finds most probable, never a mix no member proposed; 'vote' is "

@@ -15,11 +15,9 @@ import textwrap
 from mlir_rl_tui.agent import ppo, recipes
 from mlir_rl_tui.commands.common import CliError
 
-DESCRIPTION = f"""Without --recipe: PPO on --programs (folders, a dataset manifest's train split or .mlir files)
-into --out (policy.pt, last.pt to --resume, progress.csv); with --bc TRACE..., behaviour cloning on the traces
-first, then PPO from the cloned weights.
-
-With --recipe default: {recipes.__doc__.split(chr(10), 2)[2]}"""
+USAGE = "mlir-rl-tui train [--recipe default --out DIR | --programs ... --out DIR] [options]"
+DESCRIPTION = """--recipe default --out DIR makes the shipped policy from the repository alone, resuming
+where it stopped (docs/agent.md); without --recipe, PPO on --programs."""
 
 BC_EPOCHS = 100  # behaviour cloning on --bc traces
 _PPO = {f.name: f for f in dataclasses.fields(ppo.Args)}
@@ -41,57 +39,55 @@ def _default(f: dataclasses.Field):
 
 
 def _shown(v) -> str | None:
-    """A default as the help shows it; None when there is nothing to show (None, False, [])."""
-    if v is None or v is False or v == []:
+    """A default as the help shows it; None when there is nothing to show (None, False, [], "")."""
+    if v is None or v is False or v == [] or v == "":
         return None
     return " ".join(map(str, v)) if isinstance(v, list) else str(v)
 
 
-def _option(group, f: dataclasses.Field, help: str, nargs: str = "*", **kw) -> None:
+def _help(doc: str | None, default) -> str:
+    shown = _shown(default)
+    return ((doc or "") + (f" (default {shown})" if shown else "")).replace("%", "%%")
+
+
+def _option(group, f: dataclasses.Field, help: str, nargs: str = "*") -> None:
     """The option of a dataclass field. Its default stays out of the namespace (argparse.SUPPRESS): the
     dataclass of the mode that runs (ppo.Args or recipes.DefaultRecipe) supplies it."""
     name = "--" + f.name.replace("_", "-")
+    metavar = {"int": "N", "int | None": "N", "float": "X", "float | None": "X"}.get(
+        str(f.type), "ADDRESS" if f.name == "ray_address" else "PATH")
     if f.type == "bool":
         action = argparse.BooleanOptionalAction if _default(f) else "store_true"
         group.add_argument(name, action=action, default=argparse.SUPPRESS, help=help)
     elif str(f.type).startswith("list"):
-        group.add_argument(name, nargs=nargs, default=argparse.SUPPRESS, help=help, metavar=f.name.upper(), **kw)
+        group.add_argument(name, nargs=nargs, default=argparse.SUPPRESS, help=help, metavar="PATH")
     else:
-        group.add_argument(name, type=_TYPES.get(str(f.type), str), default=argparse.SUPPRESS, help=help, **kw)
+        group.add_argument(name, type=_TYPES.get(str(f.type), str), default=argparse.SUPPRESS, help=help,
+                           metavar=metavar)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--recipe", choices=recipes.RECIPES,
-                   help="run the recipe of the shipped policy instead (see above: the shipped run took 27 minutes)")
-    ppo_docs, recipe_docs = field_docs(ppo.Args), field_docs(recipes.DefaultRecipe)
-
-    def shared(f: dataclasses.Field) -> str:
-        """The help of a PPO option, with what it means and its default under --recipe default."""
-        parts = [ppo_docs[f.name]] if f.name in ppo_docs else []
-        if _shown(_default(f)):
-            parts.append(f"default {_shown(_default(f))}")
-        if f.name in _RECIPE:
-            d = _shown(_default(_RECIPE[f.name]))
-            if f.name in recipe_docs:
-                parts.append(f"--recipe default: {recipe_docs[f.name]}" + (f", default {d}" if d else ""))
-            elif _default(_RECIPE[f.name]) != _default(f):
-                parts.append(f"with --recipe default {d}")
-        return "; ".join(parts)
-
-    g = p.add_argument_group("PPO, and where it says so, the recipe")
-    for f in _PPO.values():
-        _option(g, f, shared(f), nargs="+")
-    g.add_argument("--bc", nargs="*", metavar="TRACE", default=argparse.SUPPRESS,
-                   help="behaviour cloning on these traces first (pre-training), then PPO from the result")
-    g.add_argument("--bc-epochs", type=int, default=argparse.SUPPRESS,
-                   help=f"behaviour-cloning epochs; default {BC_EPOCHS}, with --recipe default "
-                        f"{_default(_RECIPE['bc_epochs'])}")
-    r = p.add_argument_group("the recipe only (--recipe default)")
+    p.usage = USAGE
+    wide = p.formatter_class  # the options' names are long: their help starts further right
+    p.formatter_class = lambda prog: wide(prog, max_help_position=28)
+    p.add_argument("--recipe", choices=recipes.RECIPES, help="run the recipe of the shipped policy")
+    r = p.add_argument_group("--recipe default")
+    recipe_docs, ppo_docs = field_docs(recipes.DefaultRecipe), field_docs(ppo.Args)
     for f in _RECIPE.values():
-        if f.name not in _PPO and f.name not in _BC:
-            d = _shown(_default(f))
-            _option(r, f, recipe_docs[f.name] + (f" (default {d})" if d else ""),
-                    **({"choices": recipes.TEACHERS} if f.name == "teacher" else {}))
+        if f.name == "bc_epochs":
+            _option(r, f, f"cloning epochs (default {f.default} per member; --bc: {BC_EPOCHS})")
+        elif f.name in _PPO:  # one option for both modes: the recipe's help and default, then PPO's
+            d, d_ppo = _shown(_default(f)), _shown(_default(_PPO[f.name]))
+            _option(r, f, (recipe_docs.get(f.name) or "")
+                    + (f" (default {d}" + (f"; PPO: {d_ppo})" if d_ppo != d else ")") if d else ""))
+        else:
+            _option(r, f, _help(recipe_docs.get(f.name), _default(f)))
+    g = p.add_argument_group("PPO")
+    for f in _PPO.values():
+        if f.name not in _RECIPE:
+            _option(g, f, _help(ppo_docs.get(f.name), _default(f)), nargs="+")
+    g.add_argument("--bc", nargs="*", metavar="TRACE", default=argparse.SUPPRESS,
+                   help="behaviour cloning on these traces first, then PPO from the result")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -137,11 +133,8 @@ def _recipe(given: dict) -> int:
     wrong = sorted(given.keys() - _RECIPE.keys())
     if wrong:
         raise CliError(f"--{wrong[0].replace('_', '-')} is not an option of --recipe default")
-    if "programs" in given:
-        if len(given["programs"]) != 1:
-            raise CliError("--recipe default takes one --programs folder (an engine.dataset folder); "
-                           "add more with --more")
-        given["programs"] = given["programs"][0]
+    if not given.get("out"):
+        raise CliError("--recipe default needs --out DIR, the run's folder (an interrupted run resumes from it)")
     with ProgressLine() as line:
         path = recipes.train_default(recipes.DefaultRecipe(**given), log=line.log, on_progress=line.update)
     print(path)
