@@ -19,6 +19,7 @@ uses (transformation + its tile head, or transformation + interchange).
 
 from __future__ import annotations
 
+import os
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -370,6 +371,6 @@ def save_ensemble(paths: list[str], out: str, decode: str = "grouped") -> Ensemb
     sd = {f"m{i}.{k}": (v.half() if v.is_floating_point() else v)
           for i, (m, _) in enumerate(loaded) for k, v in m.state_dict().items()}
     meta = {"trained_by": "ensemble", "decode": decode,
-            "members": [{"path": p, "meta": mt} for p, (_, mt) in zip(paths, loaded)]}
+            "members": [{"file": os.path.basename(p), "meta": mt} for p, (_, mt) in zip(paths, loaded)]}
     ck.save(out, "policy", sd, {**config_json(loaded[0][0]), "members": len(paths), "meta": meta})
     return ens

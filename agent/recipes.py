@@ -328,7 +328,16 @@ def combine(members: list[str], out: str) -> None:
 
 # ----------------------------------------------------------------------------------------------
 # 5. evaluation
-def evaluate_one_pass(policy_path: str, paths: list[str], st: Stages) -> dict:
+def _shown_path(path: str, out: str) -> str:
+    """A program's path as the record shows it: inside the checkout or the run's folder, relative to it."""
+    for root in (CHECKOUT, out):
+        rel = os.path.relpath(os.path.abspath(path), os.path.abspath(root))
+        if not rel.startswith(".."):
+            return rel
+    return path
+
+
+def evaluate_one_pass(policy_path: str, paths: list[str], st: Stages, out: str = "") -> dict:
     """The policy's one-pass schedule of each program, measured: gmean speedup, losses, ms per decision."""
     from mlir_rl_tui.agent.suggest import load_policy, to_measure
     from mlir_rl_tui.engine import Engine, Session, load_file, to_text
@@ -344,7 +353,7 @@ def evaluate_one_pass(policy_path: str, paths: list[str], st: Stages) -> dict:
             decide_s += time.perf_counter() - t
             decisions += sum(len(a) for a in sched.ops.values())
             m = eng.measure(prog, to_measure(sched))
-            rows[os.path.relpath(p, CHECKOUT) if p.startswith(CHECKOUT) else p] = {
+            rows[_shown_path(p, out)] = {
                 "schedule": to_text(sched), "speedup": round(m.speedup or 0.0, 3)}
             st.step()
     st.end()
@@ -392,7 +401,7 @@ def train_default(r: DefaultRecipe, log: Callable[[str], None] = print,
     members, decisions, losses = clone(r, targets, st)
     out = os.path.join(r.out, "default.pt")
     combine(members, out)
-    ev = evaluate_one_pass(out, evaluation, st)
+    ev = evaluate_one_pass(out, evaluation, st, r.out)
     st.log(f"evaluation: gmean {ev['gmean_speedup']:.2f}x over {ev['programs']} programs, "
            f"{len(ev[f'under_{UNDER}x'])} under {UNDER}x, {ev['ms_per_decision']:.1f} ms per decision")
     info = {
