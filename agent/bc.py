@@ -35,7 +35,7 @@ class Example:
     masks: dict[str, np.ndarray]
     action: np.ndarray
     value: float | None  # log speedup of the whole schedule, if measured
-    weight: float = 1.0  # share of this decision in the loss (a near-best demonstration weighs less)
+    weight: float = 1.0  # share of this decision in the loss (all 1: plain behaviour cloning)
 
 
 def _log_speedup(ep: TraceEpisode) -> float | None:
@@ -90,19 +90,6 @@ def _batch(examples: list[Example]) -> tuple[torch.Tensor, dict[str, torch.Tenso
     obs = torch.from_numpy(np.stack([e.obs for e in examples]))
     actions = torch.from_numpy(np.stack([e.action for e in examples]))
     return obs, stack_masks([e.masks for e in examples]), actions
-
-
-def mean_log_likelihood(model: ActorCritic, examples: list[Example]) -> float:
-    """Mean log-probability per decision of the examples' actions under `model` (how predictable a schedule is
-    to it): `agent.recipes` chooses, among a search's near-best schedules, the one its cloned policy finds most
-    likely."""
-    if not examples:
-        return 0.0
-    obs, masks, actions = _batch(examples)
-    with torch.no_grad():
-        logits, _ = model(obs)
-        lp, _ = evaluate_actions(distribution(logits, masks), masks, actions)
-    return float(lp.mean())
 
 
 def behaviour_cloning(model: ActorCritic, examples: list[Example], epochs: int = 100, lr: float = 1e-3,

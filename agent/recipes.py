@@ -124,13 +124,21 @@ class DefaultRecipe:
 
 class Stages:
     """The run's progress: the stage, how far it is, and an ETA from the pace of the work done in this run
-    (work replayed from an earlier run does not count towards the pace)."""
+    (work an earlier run finished does not count towards the pace). Each stage's seconds add up over every
+    run of the recipe in one folder, interrupted ones included (kept in DIR/seconds.json at every step)."""
 
-    def __init__(self, log: Callable[[str], None], on_progress: Callable[[str], None] | None) -> None:
+    def __init__(self, log: Callable[[str], None], on_progress: Callable[[str], None] | None,
+                 folder: str | None = None) -> None:
         self.t0 = time.monotonic()
         self._log, self._on_progress = log, on_progress
+        self._path = os.path.join(folder, "seconds.json") if folder else None
         self.seconds: dict[str, float] = {}
-        self._name, self._total, self._done, self._fresh, self._start = "", 0, 0, 0, 0.0
+        try:
+            with open(self._path or "", encoding="utf-8") as f:
+                self.seconds = {k: float(v) for k, v in json.load(f).items()}
+        except (OSError, ValueError, TypeError, AttributeError):
+            pass
+        self._name, self._total, self._done, self._fresh, self._start, self._base = "", 0, 0, 0, 0.0, 0.0
         self._lock = threading.Lock()
 
     def log(self, msg: str) -> None:
@@ -139,16 +147,27 @@ class Stages:
     def begin(self, name: str, total: int, done: int = 0) -> None:
         with self._lock:
             self._name, self._total, self._done, self._fresh, self._start = name, total, done, 0, time.monotonic()
+            self._base = self.seconds.get(name, 0.0)
         self.show()
 
-    def step(self, fresh: bool = True) -> None:
+    def step(self) -> None:
         with self._lock:
             self._done += 1
-            self._fresh += fresh
+            self._fresh += 1
+            self._save()
         self.show()
 
     def end(self) -> None:
-        self.seconds[self._name] = self.seconds.get(self._name, 0.0) + time.monotonic() - self._start
+        with self._lock:
+            self._save()
+
+    def _save(self) -> None:
+        self.seconds[self._name] = self._base + time.monotonic() - self._start
+        if self._path:
+            tmp = self._path + ".tmp"
+            with open(tmp, "w", encoding="utf-8") as f:
+                json.dump({k: round(v, 1) for k, v in self.seconds.items()}, f)
+            os.replace(tmp, self._path)
 
     def show(self) -> None:
         if self._on_progress is None:
@@ -392,7 +411,7 @@ def train_default(r: DefaultRecipe, log: Callable[[str], None] = print,
     if not 1 <= r.members <= 4:
         raise EngineError(f"--members is 1 to 4, not {r.members}")
     os.makedirs(r.out, exist_ok=True)
-    st = Stages(log, on_progress)
+    st = Stages(log, on_progress, r.out)
     train, evaluation, counts = make_programs(r, st)
     st.log(f"{len(train)} training programs, {len(evaluation)} evaluation programs")
     targets = run_teacher(r, train, st)
@@ -417,7 +436,7 @@ def train_default(r: DefaultRecipe, log: Callable[[str], None] = print,
                     "targets_keeping_baseline": sum(1 for _, s, _ in targets if not len(s))},
         "cloning": {"decisions": decisions, "loss": losses},
         "evaluation": ev,
-        "seconds": {k: round(v) for k, v in st.seconds.items()},
+        "seconds": {**{k: round(v) for k, v in st.seconds.items()}, "total": round(sum(st.seconds.values()))},
         "machine": cpu_model(), "cores": os.cpu_count(),
     }
     with open(os.path.join(r.out, "default.json"), "w") as f:

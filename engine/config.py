@@ -73,6 +73,10 @@ class MeasureConfig:
     #: then flagged and not cached. Off (MLIR_RL_TUI_WAIT_FAR=0, the test suite's setting: its figures are
     #: not the point, and waiting made it 8 minutes longer) such timings are taken as they come, unflagged.
     wait_far: bool = field(default_factory=lambda: os.environ.get("MLIR_RL_TUI_WAIT_FAR", "1") != "0")
+    #: Time a kernel again while other processes use the cores it needs (engine.contention), and flag it
+    #: contended (not cached) if they still do. Off (MLIR_RL_TUI_CONTENTION=0, the test suite's setting: its
+    #: test processes run side by side, and its figures are not the point) a timing is taken as it comes.
+    contention: bool = field(default_factory=lambda: os.environ.get("MLIR_RL_TUI_CONTENTION", "1") != "0")
     #: Time the state probe around every timing and take the figure from its steady rounds (engine.timing);
     #: with wait_far, a timing with too few steady rounds is timed again (engine.contention.STATE_WAITS_S)
     #: before it is flagged unsteady and not cached.

@@ -580,6 +580,7 @@ class Engine:
         req = self._request(program, body, parallel, run_limit_s=limit, deadline=deadline)
         if parallel:
             req["handoff"] = self._handoff()
+        req["check_contention"] = c.contention
         if c.steady:
             req["state_probe"] = self._state_probe(parallel)
             ref = self._steady_ref(parallel).value

@@ -415,7 +415,7 @@ def handle(req: dict, out, baselines: _Baselines, watchdog: Watchdog | None = No
                                 deadline=req.get("deadline"), probe=state, steady_ms=steady_ms)
             handoff += _handoff_us(probe)
             foreign = seen.foreign_cores()
-        busy = contended(foreign, req["parallel"], _CORES)
+        busy = req.get("check_contention", True) and contended(foreign, req["parallel"], _CORES)
         handoff_us = sorted(handoff)[len(handoff) // 2] if handoff else None  # the probe's median
         is_far = far(handoff_us, near)
         # without the wait (MeasureConfig.wait_far off) a timing is taken as it comes: gated, never flagged

@@ -192,10 +192,12 @@ def test_the_recipe_runs_end_to_end_and_resumes(tmp_path, cache_dir, capsys):
     for stage in ("programs", "teacher", "cloning (epochs)", "evaluation"):
         assert stage in info["seconds"]
 
-    # run again: nothing searched, nothing cloned
+    # run again: nothing searched, nothing cloned; each stage's seconds add up over the runs
     member2 = (out / "member2.pt").stat().st_mtime_ns
     assert main(argv) == 0
     capsys.readouterr()
+    again = json.loads((out / "default.json").read_text())["seconds"]
+    assert all(again[k] >= info["seconds"][k] for k in info["seconds"]) and again["evaluation"] > 0
     assert len((out / "targets.jsonl").read_text().splitlines()) == 2
     assert (out / "member2.pt").stat().st_mtime_ns == member2
     # an interrupt cut the second target's line and the second member was never written: both made again

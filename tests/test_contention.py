@@ -6,7 +6,11 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from mlir_rl_tui.engine.contention import FAR_FACTOR, SLACK_CORES, Watch, contended, far
+
+pytestmark = pytest.mark.alone  # timings whose figures are the point (tests/conftest.py)
 
 
 def test_a_busy_process_shows_as_about_one_foreign_core_and_sleeping_as_none():

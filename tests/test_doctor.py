@@ -6,7 +6,11 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from mlir_rl_tui.engine.doctor import state_of
+
+pytestmark = pytest.mark.alone  # timings whose figures are the point (tests/conftest.py)
 
 
 def test_the_state_is_the_worst_of_its_readings():

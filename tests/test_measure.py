@@ -13,6 +13,8 @@ from mlir_rl_tui.engine.cache import Cache
 from mlir_rl_tui.engine.engine import peaks_from_record
 from mlir_rl_tui.engine.schedule import Schedule
 
+pytestmark = pytest.mark.alone  # timings whose figures are the point (tests/conftest.py)
+
 
 @pytest.mark.parametrize("path", SAMPLE_FILES + TORCH_FILES, ids=lambda p: p.parent.name + "/" + p.stem)
 def test_baseline_of_every_program_runs_and_validates(engine, path):
@@ -167,11 +169,18 @@ def test_a_timing_beside_a_busy_process_is_repeated_flagged_and_not_cached(engin
     what is left as contended (not stored, so a later measurement gets the cores). A serial kernel pinned
     to its core is not contended by one busy core of two. A parallel kernel's figure comes with what the
     hand-off probe took around it."""
+    if not engine.openmp:
+        pytest.skip("no parallel runtime: TP is masked")
+    assert not engine.config.contention  # the suite's engine takes timings as they come (conftest)
+    # its own Cache on the same file: closing the engine closes its cache, and the suite's engine goes on
+    with Engine(config=replace(engine.config, contention=True), cache=Cache(engine.cache.path)) as watching:
+        _busy_process_is_seen(watching, matmul)
+
+
+def _busy_process_is_seen(engine, matmul) -> None:
     import subprocess
     import sys
 
-    if not engine.openmp:
-        pytest.skip("no parallel runtime: TP is masked")
     sched = parse("op0: TP(32,32,0) T(8,32,1) V; op1: T(4,0) V")
     calm = engine.measure(matmul, sched, use_cache=False)
     assert calm.ok and calm.foreign_cores is not None

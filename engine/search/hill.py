@@ -9,7 +9,7 @@ of two, so a step is one candidate), switches the first tiling's kind, or toggle
 tried in a seeded random order and the first that beats the current point beyond the measurement noise
 (`Measurement.beats`) is taken; at a local optimum the search restarts from a random perturbation of the
 best point while budget remains.
-With `start` (a complete schedule, e.g. a policy's one pass: expert iteration, `train --start-from`) the
+With `start` (a complete schedule, e.g. a policy's one-pass schedule) the
 climb begins at that schedule's recipes instead (`recipes_of`).
 """
 
