@@ -2,8 +2,8 @@
 
 `torch.export` and torch-mlir's FX importer (`torch_mlir.fx.export_and_import`, output type
 LINALG_ON_TENSORS) write a module the engine loads, weights included (`dense_resource`). NAME is an
-`nn.Module` class (built with no arguments) or a factory function returning a module; the module is put in
-eval mode. This RUNS the given Python file: only import files you trust (README, security note).
+`nn.Module` class (built with no arguments) or a factory function returning a module, built after
+`torch.manual_seed(0)` (weights it draws at random are the same in every import) and put in eval mode. This RUNS the given Python file: only import files you trust (README, security note).
 
 Beside OUT.mlir the importer writes OUT.mlir.torch.npz: PyTorch's output on the engine's own seeded inputs
 (`engine.compile.random_inputs`), so the untransformed program (and through it every schedule the engine
@@ -123,6 +123,8 @@ def import_module(spec, inputs: list[str], out: str, seed: int = 0, passes: tupl
     shapes = [parse_input(t) for t in inputs]
     if not shapes:
         raise EngineError("give the shape of each input with --input SHAPE[:DTYPE]")
+    if isinstance(spec, str):
+        torch.manual_seed(seed)  # weights a module draws at random are those of torch.manual_seed(seed)
     model = load_module(spec) if isinstance(spec, str) else spec
     spec = spec if isinstance(spec, str) else type(spec).__name__
     warnings.filterwarnings("ignore", category=FutureWarning)  # torch.export's own deprecation notices
@@ -158,7 +160,20 @@ def import_module(spec, inputs: list[str], out: str, seed: int = 0, passes: tupl
     except OSError as e:
         raise EngineError(f"cannot write {out}: {e.strerror}") from None
     return {"output": out, "inputs": [list(s) for s, _ in shapes], "result": list(ref.shape),
+            "forward": forward_names(model, len(shapes)),
             "reference": out + ".torch.npz", "chars": len(text), "passes": done}
+
+
+def forward_names(model, n: int) -> list[str]:
+    """The names of the module's first `n` forward parameters (input0, input1... when they cannot be read)."""
+    import inspect
+
+    try:
+        params = [p.name for p in inspect.signature(model.forward).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError):
+        params = []
+    return params[:n] if len(params) >= n else [f"input{i}" for i in range(n)]
 
 
 def _first_line(e: BaseException) -> str:

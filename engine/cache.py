@@ -115,15 +115,24 @@ def _writable(path: str) -> bool:
     return os.access(path, os.W_OK) and (os.geteuid() != 0 or bool(mode & 0o222))
 
 
-class Cache:
-    """Thread-safe, self-checking SQLite store; shared by the app, search, training and evaluation.
+class Store:
+    """A thread-safe, self-checking SQLite file of checksummed JSON rows (the rules above). A subclass
+    names its tables (`TABLES`: the first columns key a row, then the JSON text, its checksum and the
+    time it was written), its schema version, what it is called in warnings and its file name.
 
-    `usable` is False when the run goes on without a cache (locked by another process, or a folder
-    that cannot hold one); `get` then misses and `put` stores nothing."""
+    `usable` is False when the run goes on without it (locked by another process, or a folder that
+    cannot hold one); reads then miss and writes store nothing."""
+
+    TABLES: dict[str, str] = {}
+    COLUMNS: dict[str, list[str]] = {}
+    SCHEMA = ""
+    WHAT = "cache"
+    FILE = ""
+    AGAIN = "measuring again"  # what happens instead of serving a corrupted row
 
     def __init__(self, path: str | None = None) -> None:
         if path is None:
-            path = os.path.join(default_cache_dir(), CACHE_FILE)
+            path = os.path.join(default_cache_dir(), self.FILE)
         self.path = path
         self.folder = os.path.dirname(os.path.abspath(path))
         self.hits = 0
@@ -139,15 +148,15 @@ class Cache:
     # -- opening -----------------------------------------------------------------------------------
     def _open(self) -> sqlite3.Connection | None:
         if os.path.exists(self.folder) and not os.path.isdir(self.folder):
-            return self._without(f"the cache folder {self.folder} is a file (MLIR_RL_TUI_CACHE names a folder)")
+            return self._without(f"the {self.WHAT} folder {self.folder} is a file (MLIR_RL_TUI_CACHE names a folder)")
         try:
             os.makedirs(self.folder, exist_ok=True)
         except OSError as e:
-            return self._without(f"cannot create the cache folder {self.folder} ({e.strerror})")
+            return self._without(f"cannot create the {self.WHAT} folder {self.folder} ({e.strerror})")
         if os.path.isdir(self.path):
-            return self._without(f"the cache file {self.path} is a folder")
+            return self._without(f"the {self.WHAT} file {self.path} is a folder")
         if not os.access(self.folder, os.W_OK):
-            return self._without(f"the cache folder {self.folder} is read-only")
+            return self._without(f"the {self.WHAT} folder {self.folder} is read-only")
         for _ in range(3):
             try:
                 return self._connect()
@@ -180,17 +189,17 @@ class Cache:
             if not tables:  # a new file (or one cut to nothing): this schema, in one transaction
                 db.execute("PRAGMA journal_mode=WAL")
                 db.execute("BEGIN IMMEDIATE")  # a process racing to create it sees nothing or everything
-                for name, cols in _TABLES.items():
+                for name, cols in self.TABLES.items():
                     db.execute(f"CREATE TABLE IF NOT EXISTS {name} ({cols})")
-                db.execute("INSERT OR IGNORE INTO meta VALUES ('schema', ?)", (SCHEMA,))
+                db.execute("INSERT OR IGNORE INTO meta VALUES ('schema', ?)", (self.SCHEMA,))
                 db.execute("COMMIT")
             elif "meta" not in tables:
                 raise Unusable("has an unknown schema (no version: an older mlir-rl-tui or another program)")
             else:
                 row = db.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
-                if row is None or row[0] != SCHEMA:
-                    raise Unusable(f"has schema {row[0] if row else 'none'!r}, this version uses {SCHEMA!r}")
-                for name, cols in _COLUMNS.items():
+                if row is None or row[0] != self.SCHEMA:
+                    raise Unusable(f"has schema {row[0] if row else 'none'!r}, this version uses {self.SCHEMA!r}")
+                for name, cols in self.COLUMNS.items():
                     have = [r[1] for r in db.execute(f"PRAGMA table_info({name})")]
                     if have != cols:
                         raise Unusable(f"has a damaged schema (table {name})")
@@ -252,15 +261,15 @@ class Cache:
         except OSError as e:
             self._without(f"{self.path} {reason}, and it cannot be moved aside ({e.strerror})")
             return False
-        warn(f"cache {self.path} {reason}: moved aside to {os.path.basename(dest)}, starting a fresh cache")
+        warn(f"{self.WHAT} {self.path} {reason}: moved aside to {os.path.basename(dest)}, starting a fresh {self.WHAT}")
         return True
 
     def _without(self, reason: str) -> None:
-        warn(f"{reason}: this run continues without a cache")
+        warn(f"{reason}: this run continues without a {self.WHAT}")
         return None
 
     def _locked(self) -> None:
-        return self._without(f"cache {self.path} is locked by another process (waited {LOCK_WAIT_S:g} s)")
+        return self._without(f"{self.WHAT} {self.path} is locked by another process (waited {LOCK_WAIT_S:g} s)")
 
     # -- rows --------------------------------------------------------------------------------------
     def _run(self, fn: Callable[[sqlite3.Connection], T]) -> T | None:
@@ -279,7 +288,7 @@ class Cache:
                 if _is_locked(e):
                     self._locked()
                 else:
-                    self._without(f"cache {self.path} failed ({e})")
+                    self._without(f"{self.WHAT} {self.path} failed ({e})")
                 return None
 
     def _read(self, table: str, value_col: str, key: dict[str, str], parse: Callable[[Any], T] | None,
@@ -310,14 +319,30 @@ class Cache:
                                          (*key.values(), digest)), db.commit()))
         if self.corrupted <= MAX_ROW_WARNINGS:
             more = " (further corrupted rows are replaced silently)" if self.corrupted == MAX_ROW_WARNINGS else ""
-            warn(f"cache {self.path}: the stored {what} is corrupted ({reason.splitlines()[0][:120]}): "
-                 f"ignored, measuring again{more}")
+            warn(f"{self.WHAT} {self.path}: the stored {what} is corrupted ({reason.splitlines()[0][:120]}): "
+                 f"ignored, {self.AGAIN}{more}")
 
     def _write(self, table: str, key: dict[str, str], value: dict) -> None:
         text = canonical(value)
         row = (*key.values(), text, checksum(tuple(key.values()), text), time.time())
         self._run(lambda db: (db.execute(f"INSERT OR REPLACE INTO {table} VALUES ({', '.join('?' * len(row))})",
                                          row), db.commit()))
+
+    def close(self) -> None:
+        with self._lock:
+            if self.db is not None:
+                self.db.close()
+                self.db = None
+
+
+class Cache(Store):
+    """The measurement cache; shared by the app, search, training and evaluation."""
+
+    TABLES = _TABLES
+    COLUMNS = _COLUMNS
+    SCHEMA = SCHEMA
+    WHAT = "cache"
+    FILE = CACHE_FILE
 
     def get(self, program_sha: str, schedule: str, machine: str,
             parse: Callable[[dict], T] | None = None) -> T | dict | None:
@@ -368,9 +393,3 @@ class Cache:
     def __len__(self) -> int:
         n = self._run(lambda db: db.execute("SELECT COUNT(*) FROM measurements").fetchone()[0])
         return n or 0
-
-    def close(self) -> None:
-        with self._lock:
-            if self.db is not None:
-                self.db.close()
-                self.db = None

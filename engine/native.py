@@ -32,8 +32,9 @@ def c_compiler() -> str:
     raise EngineError("building a shared library needs a C compiler to link it (cc, gcc or clang on PATH, or $CC)")
 
 
-def build_library(engine: Engine, program: Program, schedule: Schedule, out: str) -> dict:
-    """Compile `schedule` of `program` into the shared library `out` (+ `out.json`); returns the description."""
+def build_library(engine: Engine, program: Program, schedule: Schedule, out: str, extra: dict | None = None) -> dict:
+    """Compile `schedule` of `program` into the shared library `out` (+ `out.json`, with `extra`'s fields: what
+    `tune` says of the model); returns the description."""
     check_schedule(program, schedule, engine.limits, engine.openmp)  # one-line ScheduleError before any work
     text = to_text(schedule)
     cc = c_compiler()
@@ -60,7 +61,7 @@ def build_library(engine: Engine, program: Program, schedule: Schedule, out: str
         "format": "mlir-rl-tui kernel 1", "symbol": f"_mlir_ciface_{program.func_name}",
         "func": program.func_name, "args": [[list(a.shape), a.dtype] for a in program.args],
         "result": [list(program.results[0].shape), program.results[0].dtype], "schedule": text,
-        "program_sha256": program.sha256, "runtime": runtime, "libraries": libs,
+        "program_sha256": program.sha256, "runtime": runtime, "libraries": libs, **(extra or {}),
     }
     with open(out + ".json", "w") as f:
         json.dump(desc, f, indent=1)

@@ -113,6 +113,10 @@ class LinalgOp:
     #: generic strided `memrefCopy` instead (engine.mask allows it NT only). A fill shared by two pads, or
     #: padding a function argument, is copied into either way, and there a vectorized fill is faster.
     pad_fill: bool = False
+    #: Element type of each operand (inputs then outputs), e.g. ["f32", "f32", "f32"].
+    dtypes: list[str] = field(default_factory=list)
+    #: The body's ops by name and count, e.g. {"arith.maximumf": 1, "linalg.yield": 1} (engine.workload).
+    body: dict[str, int] = field(default_factory=dict)
 
     @property
     def shape_text(self) -> str:
@@ -687,6 +691,9 @@ def _describe(raw_ops: list, name: str) -> list[LinalgOp]:
             access=access, n_inputs=n_in, arith=_arith_counts(op), location=_location(op),
             decompose_dims=decompose, result_shape=rshape, unvectorizable_body=_foreign_body_ops(op),
             contraction=bool(linalg.isa_contraction_op(op)),
+            dtypes=[str(ir.ShapedType(v.type).element_type) if isinstance(v.type, ir.ShapedType) else str(v.type)
+                    for v in operands],
+            body=dict(sorted(Counter(_body_op_names(op)).items())),
             unvectorizable_reduction="" if decompose else _reduction_blocker(op, n_in, its, access)))
     # producer / consumer graph through SSA values
     # by result value: `Value.owner` makes an OpView (see _body_op_names)

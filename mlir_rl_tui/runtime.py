@@ -89,16 +89,21 @@ class Kernel:
             if a.shape != shape:
                 raise KernelError(f"argument {i} has shape {a.shape}, the kernel expects {shape}")
             xs.append(a)
+        out = self.call(xs)
+        if torch_in:  # torch is loaded, its tensors came in: no import of torch here
+            return sys.modules["torch"].from_numpy(out)
+        return out
+
+    def call(self, xs: list[np.ndarray]) -> np.ndarray:
+        """The kernel on arrays already of its shapes and element types, C-contiguous (no check: what
+        `__call__` and mlir_rl_tui.torch make sure of)."""
         res, refs, pointers = self._slots()
         data = []
         for a, (allocated, aligned) in zip(xs, pointers):
             allocated.value = aligned.value = p = a.__array_interface__["data"][0]
             data.append(p)
         self.fn(*refs)
-        out = self._wrap(res, data)
-        if torch_in:  # torch is loaded, its tensors came in: no import of torch here
-            return sys.modules["torch"].from_numpy(out)
-        return out
+        return self._wrap(res, data)
 
     def _slots(self):
         """This thread's result and argument descriptors, built once: shapes, strides and offsets are fixed
@@ -159,3 +164,34 @@ def _descriptor(cls, shape: tuple[int, ...]):
 def load(path: str) -> Kernel:
     """The kernel in `path` (a shared library from `mlir-rl-tui build`, with its `.json` beside it)."""
     return Kernel(path)
+
+
+def verify(path: str, reference: str, rtol: float = 1e-3, atol_scale: float = 1e-4) -> str | None:
+    """Run the kernel on the seeded inputs PyTorch's output in `reference` (FILE.torch.npz, written by
+    `mlir-rl-tui import`) was computed on and compare (rtol, atol scaled by the output's largest value);
+    an error line, or None when they agree."""
+    from mlir_rl_tui.engine.compile import random_inputs
+    from mlir_rl_tui.engine.program import TensorSpec
+
+    kernel = load(path)
+    with np.load(reference, allow_pickle=False) as z:
+        ref, seed = z["output"], int(z["seed"])
+    specs = [TensorSpec(tuple(s), d) for s, d in kernel.meta["args"]]
+    out = kernel(*random_inputs(specs, seed))
+    if out.shape != ref.shape:
+        return f"PyTorch's result has shape {ref.shape}, the library's {out.shape}"
+    atol = atol_scale * max(1.0, float(np.abs(ref).max()))
+    if not np.allclose(out, ref, rtol=rtol, atol=atol):
+        return f"differs from PyTorch's result (max abs error {float(np.abs(out - ref).max()):.3g})"
+    return None
+
+
+if __name__ == "__main__":  # python -m mlir_rl_tui.runtime verify LIB REF: what `tune` runs in a separate process
+    if len(sys.argv) != 4 or sys.argv[1] != "verify":
+        sys.exit("usage: python -m mlir_rl_tui.runtime verify LIB.so REFERENCE.torch.npz")
+    try:
+        problem = verify(sys.argv[2], sys.argv[3])
+    except (KernelError, OSError, KeyError, ValueError) as e:
+        problem = str(e).splitlines()[0] if str(e) else type(e).__name__
+    if problem:
+        sys.exit(problem)

@@ -47,6 +47,8 @@ COMMANDS: dict[str, Command] = {
     "evaluate": Command("evaluate", "policy vs hill climbing vs PyTorch eager on a set of programs"),
     "build": Command("build", "a scheduled program as a shared library (C interface, callable from Python)"),
     "import": Command("import_", "a PyTorch module (FILE.py:NAME) as a linalg program, via torch-mlir"),
+    "tune": Command("tune", "tune a whole model within minutes (tuning database), built for PyTorch to call"),
+    "tuning-db": Command("tuning_db", "the tuning database: show, export or import its records"),
     "ensemble": Command("ensemble", "several policies as one checkpoint that decides with all of them"),
     "costmodel": Command("costmodel", "the learned cost model: train it on the cache's measurements, evaluate it, calibrate its interval"),
     "lesson": Command("lesson", "guided lessons: loop transformations step by step, measured live"),

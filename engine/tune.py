@@ -1,0 +1,314 @@
+"""Tuning a whole model within a wall-clock budget (`mlir-rl-tui tune`), with the tuning database.
+
+1. The start: each op takes the best known schedule of its workload on this machine kind (engine.tuning_db);
+   an op whose workload has no record keeps the schedule the caller starts from (the policy's one pass).
+   Both the composed schedule and the caller's are measured; the faster is the start.
+2. When every workload was tuned before, that is the answer: no search (a second `tune` of a model takes
+   one cached measurement).
+3. Otherwise the per-op profile (engine.profile) says where the time goes; every op's time goes into the
+   database. Workloads not yet tuned are taken in order of their share of the model's time, each given a
+   share of the remaining wall-clock time like its share of the model's time (at least `MIN_SLICE_S`).
+   A workload is hill-climbed (engine.search.hill: one loop's tile size a step, the first tiling's kind,
+   V/NT) on one op, the same op schedule given to every op of the model with that workload, each
+   candidate measured on the whole model (Engine.measure: checked, cached) and taken when it beats the
+   current one beyond the noise. At a local optimum the workload is marked tuned; a profile of the new
+   schedule records every op's time.
+4. The deadline, or `cancel`, stops the search between (or inside) measurements; the best schedule measured
+   so far is the result. Nothing is lost to an interrupt: the records and tunings written so far stay.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from mlir_rl_tui.engine import workload as wl
+from mlir_rl_tui.engine.engine import Engine, Measurement
+from mlir_rl_tui.engine.errors import EngineError, ScheduleError
+from mlir_rl_tui.engine.mask import check_schedule
+from mlir_rl_tui.engine.program import Program
+from mlir_rl_tui.engine.schedule import Schedule, to_text
+from mlir_rl_tui.engine.search.base import BudgetExhausted, Evaluator
+from mlir_rl_tui.engine.search.hill import kinds, neighbours, recipes_of, schedule_from, starts
+from mlir_rl_tui.engine.tuning_db import Record, TuningDB
+
+#: The least wall-clock time a workload's climb is given (a few measurements of a small model).
+MIN_SLICE_S = 5.0
+
+
+@dataclass
+class Workload:
+    """One distinct workload of the model and what tuning did to it."""
+
+    key: str
+    label: str
+    ops: list[str]
+    ms: float = 0.0  # its ops' time in the model's latest profile (sum over its ops)
+    start: str = ""  # where its first schedule came from: "tuned", "database" or "start"
+    measurements: int = 0
+    state: str = "waiting"  # waiting, tuning, tuned (local optimum), cut (the deadline), known (tuned before)
+
+
+@dataclass
+class TuneResult:
+    baseline: Measurement
+    start: Measurement  # the start schedule's measurement
+    best: Measurement
+    schedule: Schedule
+    workloads: list[Workload]
+    measurements: int = 0  # measurements made (cache hits included)
+    seconds: float = 0.0
+    searched: bool = True  # False when every workload was tuned before
+    history: list[tuple[float, float]] = field(default_factory=list)  # (seconds, best ms)
+
+    def to_json(self) -> dict:
+        return {
+            "baseline_ms": self.baseline.time_ms, "start_ms": self.start.time_ms, "best_ms": self.best.time_ms,
+            "speedup": self.best.speedup, "schedule": to_text(self.schedule), "measurements": self.measurements,
+            "seconds": round(self.seconds, 2), "searched": self.searched,
+            "workloads": [{"key": w.key, "label": w.label, "ops": w.ops, "ms": w.ms, "start": w.start,
+                           "measurements": w.measurements, "state": w.state} for w in self.workloads],
+            "distinct_workloads": len(self.workloads), "ops": sum(len(w.ops) for w in self.workloads),
+        }
+
+
+class Tuner:
+    """One tuning run; `on_progress(tuner)` is called after each measurement and stage change."""
+
+    def __init__(self, engine: Engine, program: Program, db: TuningDB, seconds: float,
+                 start: Schedule | None = None, seed: int = 0,
+                 on_progress: Callable[[Tuner], None] | None = None,
+                 cancel: threading.Event | None = None) -> None:
+        self.engine, self.program, self.db = engine, program, db
+        self.seconds, self.seed = seconds, seed
+        self.start_schedule = start or Schedule({})
+        self.on_progress = on_progress
+        #: set by the caller (Ctrl-C): stop now; the deadline sets `cancel` only
+        self.interrupted = cancel or threading.Event()
+        self.cancel = threading.Event()
+        self.t0 = time.monotonic()
+        self.deadline = self.t0 + seconds
+        self.stage = "starting"
+        self.current: Workload | None = None
+        self.machine = engine.machine
+        keys = wl.of_program(program)
+        self.workloads: list[Workload] = []
+        for op in program.ops:
+            if op.name == "linalg.fill":
+                continue  # fills take the default completion (engine.search.base.tunable)
+            w = next((w for w in self.workloads if w.key == keys[op.id]), None)
+            if w is None:
+                self.workloads.append(Workload(keys[op.id], wl.label(op), [op.id]))
+            else:
+                w.ops.append(op.id)
+        self.ev: Evaluator | None = None
+        self.start_m: Measurement | None = None
+
+    # -- what the progress view reads ------------------------------------------------------------
+    @property
+    def elapsed(self) -> float:
+        return time.monotonic() - self.t0
+
+    @property
+    def best(self) -> Measurement | None:
+        return self.ev.result.best if self.ev is not None else None
+
+    @property
+    def done(self) -> int:
+        return sum(w.state in ("tuned", "known", "cut") for w in self.workloads)
+
+    # ------------------------------------------------------------------------------------------
+    def run(self) -> TuneResult:
+        stop = threading.Event()
+
+        def watch() -> None:  # the deadline or the caller's interrupt stops the measurements
+            while not stop.wait(0.05):
+                if self.interrupted.is_set() or time.monotonic() >= self.deadline:
+                    self.cancel.set()
+                    return
+
+        t = threading.Thread(target=watch, daemon=True)
+        t.start()
+        try:
+            return self._run()
+        finally:
+            stop.set()
+
+    def _run(self) -> TuneResult:
+        self._say("the baseline")
+        self.ev = ev = Evaluator(self.engine, self.program, 10**9, "tune", cancel=self.cancel)
+        base = ev.result.best  # the untransformed program: a start must beat it beyond the noise
+        composed = self._compose()
+        self._say("the start")
+        cands = [composed] + ([self.start_schedule] if to_text(self.start_schedule) != to_text(composed) else [])
+        for s in cands:
+            try:
+                ev.measure(s)
+            except BudgetExhausted:
+                break
+        self.start_m = ev.result.best
+        current = ev.result.schedule
+        searched = not all(w.start == "tuned" for w in self.workloads)
+        if not searched:
+            for w in self.workloads:
+                w.state = "known"
+        else:
+            self._profile(current)
+            rng = np.random.default_rng(self.seed)
+            converged = []
+            for w in sorted((w for w in self.workloads if w.start != "tuned"), key=lambda w: -w.ms):
+                if self.cancel.is_set():
+                    break
+                if self._climb(w, rng):
+                    converged.append(w)
+            for w in self.workloads:
+                if w.start == "tuned":
+                    w.state = "known"
+            if not self.interrupted.is_set():
+                self._profile(ev.result.schedule, late=True)
+            for w in converged:
+                self.db.mark_tuned(self.machine, w.key, wl.op_text(ev.result.schedule, w.ops[0]), w.ms,
+                                   w.measurements, w.label)
+        self._say("done")
+        r = ev.result
+        return TuneResult(base, self.start_m, r.best, r.schedule, self.workloads, r.candidates,
+                          self.elapsed, searched)
+
+    # ------------------------------------------------------------------------------------------
+    def _say(self, stage: str) -> None:
+        self.stage = stage
+        if self.on_progress is not None:
+            self.on_progress(self)
+
+    def _legal(self, schedule: Schedule) -> bool:
+        try:
+            check_schedule(self.program, schedule, self.engine.limits, self.engine.openmp)
+            return True
+        except ScheduleError:
+            return False
+
+    def _give(self, schedule: Schedule, w: Workload, text: str) -> Schedule | None:
+        """`schedule` with `text` for every op of `w` where it is legal (None: legal for none)."""
+        out, given = schedule, 0
+        for op_id in w.ops:
+            cand = wl.with_ops(out, [op_id], text)
+            if self._legal(cand):
+                out, given = cand, given + 1
+        return out if given else None
+
+    def _compose(self) -> Schedule:
+        """The caller's start with each workload's tuned or best known op schedule where it is legal."""
+        sched = self.start_schedule
+        if not self._legal(sched):
+            sched = self.start_schedule = Schedule({})
+        for w in self.workloads:
+            w.start = "start"
+            tuned = self.db.tuned(self.machine, w.key)
+            best = self.db.best(self.machine, w.key)
+            for how, text in (("tuned", tuned["schedule"] if tuned else None),
+                              ("database", best.schedule if best else None)):
+                if text is None:
+                    continue
+                try:
+                    got = self._give(sched, w, text)
+                except ScheduleError:
+                    got = None
+                if got is not None:
+                    sched, w.start = got, how
+                    break
+        return sched
+
+    def _profile(self, schedule: Schedule, late: bool = False) -> None:
+        """Per-op times of `schedule` into each workload's `ms` and the database (past the deadline only
+        when `late`: the final schedule's profile)."""
+        if self.cancel.is_set() and not late:
+            return
+        self._say("the per-op profile")
+        try:
+            groups = self.engine.per_op(self.program, schedule)
+        except EngineError:
+            return  # the profile is a guide: without it, workloads go in program order
+        ms: dict[str, float] = {}
+        for g in groups:
+            target = g.get("fused_into") or g["ops"][-1]
+            ms[target] = ms.get(target, 0.0) + g["ms"]
+        for w in self.workloads:
+            w.ms = sum(ms.get(o, 0.0) for o in w.ops)
+            text = wl.op_text(schedule, w.ops[0])
+            per = [ms[o] for o in w.ops if o in ms and wl.op_text(schedule, o) == text]
+            if per:
+                op = self.program.op(w.ops[0])
+                self.db.add(Record(self.machine, w.key, text, float(np.median(per)), w.label,
+                                   wl.describe(op, self.program), self.program.sha256))
+
+    def _slice(self, w: Workload) -> float:
+        """Wall-clock seconds for `w`: the remaining time shared by the untuned workloads' time."""
+        left = self.deadline - time.monotonic()
+        waiting = [x for x in self.workloads if x.state == "waiting"]
+        total = sum(x.ms for x in waiting) or 1.0
+        share = (w.ms / total) if w.ms else 1.0 / max(1, len(waiting))
+        return max(MIN_SLICE_S, left * share)
+
+    def _climb(self, w: Workload, rng: np.random.Generator) -> bool:
+        """Hill-climb `w`'s op schedule until a local optimum (True) or its time is up (False)."""
+        ev = self.ev
+        assert ev is not None
+        self.current, w.state = w, "tuning"
+        self._say(f"tuning {w.label}")
+        end = time.monotonic() + self._slice(w)
+        rep = w.ops[0]
+        current = ev.result.schedule
+        value = ev.result.best
+        fallback = starts(ev)[0]
+        point = recipes_of(ev, current, fallback).get(rep)
+        if point is None:
+            w.state = "tuned"
+            return True
+        allowed = {rep: kinds(ev, rep)}
+
+        def try_point(p) -> tuple[Measurement, Schedule] | None:
+            text = wl.op_text(schedule_from(ev, {rep: p}), rep)
+            cand = self._give(current, w, text)
+            if cand is None:
+                return None
+            before = ev.result.candidates
+            m = ev.measure(cand)  # BudgetExhausted at the deadline
+            w.measurements += ev.result.candidates - before
+            self._say(f"tuning {w.label}")
+            return m, cand
+
+        converged = False
+        try:
+            got = try_point(point)  # the recipe nearest the current op schedule (it may be that schedule)
+            if got and got[0].ok and ev.better(got[0], value):
+                value, current = got
+            while time.monotonic() < end:
+                improved = False
+                cands = neighbours(ev, {rep: point}, allowed)
+                for i in rng.permutation(len(cands)):
+                    if time.monotonic() >= end:
+                        break
+                    got = try_point(cands[i][rep])
+                    if got and got[0].ok and ev.better(got[0], value):
+                        value, current, point, improved = got[0], got[1], cands[i][rep], True
+                        break
+                else:
+                    converged = not improved
+                if not improved:
+                    break
+        except BudgetExhausted:
+            pass
+        w.state = "tuned" if converged else "cut"
+        self.current = None
+        return converged
+
+
+def tune(engine: Engine, program: Program, db: TuningDB, seconds: float, start: Schedule | None = None,
+         seed: int = 0, on_progress: Callable[[Tuner], None] | None = None,
+         cancel: threading.Event | None = None) -> TuneResult:
+    """Tune `program` for at most `seconds` (see the module's docstring); the best schedule measured."""
+    return Tuner(engine, program, db, seconds, start, seed, on_progress, cancel).run()

@@ -1,0 +1,182 @@
+"""`mlir-rl-tui tune MODEL --minutes M -o OUT.so`: a whole model tuned within a wall-clock budget with the
+tuning database (engine.tune), built into a library PyTorch code can call (mlir_rl_tui.torch.load)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import threading
+import time
+
+from mlir_rl_tui.commands.common import CliError, emit, make_engine
+
+DESCRIPTION = """MODEL is a PyTorch module (FILE.py:NAME with --input for each input: imported like `mlir-rl-tui
+import`, which RUNS FILE.py: only files you trust) or a .mlir file. Each op starts from the best known schedule of
+its workload on this machine kind (the tuning database), the others from the policy's one pass; then the
+workloads not tuned before are hill-climbed, the most time first, until the minutes are spent. Ctrl-C stops
+the search and keeps the best schedule so far. The library is checked against PyTorch's output before it is
+reported."""
+
+
+def positive_minutes(text: str) -> float:
+    try:
+        m = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of minutes") from None
+    if not m > 0:
+        raise argparse.ArgumentTypeError(f"{text} is not a positive number of minutes")
+    return m
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("model", metavar="MODEL", help="FILE.py:NAME (a PyTorch module) or a .mlir file")
+    p.add_argument("--input", action="append", default=[], metavar="SHAPE[:DTYPE]",
+                   help="(FILE.py:NAME) shape of each input, in order, e.g. 1x3x32x32")
+    p.add_argument("--minutes", type=positive_minutes, default=5.0, help="wall-clock budget (default 5)")
+    p.add_argument("-o", "--output", required=True, help="the library to write (OUT.so, OUT.so.json beside it; "
+                                                         "an imported model's program is OUT.mlir)")
+    p.add_argument("--policy", help="policy checkpoint for the start (default: the shipped one)")
+    p.add_argument("--no-policy", action="store_true", help="start the ops the database does not know untransformed")
+    p.add_argument("--db", metavar="FILE", help="the tuning database (default: tuning.sqlite in the cache folder)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--json", action="store_true", help="print the result as one JSON object")
+
+
+def import_model(args: argparse.Namespace) -> tuple[str, dict]:
+    """The program to tune: MODEL itself, or MODEL imported from PyTorch (OUT.mlir); and what import said."""
+    if ".py:" not in args.model:
+        if args.input:
+            raise CliError("--input is for a PyTorch module (FILE.py:NAME); a .mlir file has its shapes")
+        from mlir_rl_tui.commands.common import program_arg
+
+        return program_arg(args.model), {}
+    try:
+        from mlir_rl_tui.agent.torch_import import import_module, parse_passes
+    except ImportError as e:
+        raise CliError(f"importing from PyTorch needs torch and torch-mlir: pip install 'mlir-rl-tui[import]' "
+                       f"({e})") from None
+    out = os.path.splitext(args.output)[0] + ".mlir"
+    info = import_module(args.model, args.input, out, passes=parse_passes("all"))
+    return out, info
+
+
+def run(args: argparse.Namespace) -> int:
+    from mlir_rl_tui.engine.loader import load_file
+    from mlir_rl_tui.engine.native import build_library
+    from mlir_rl_tui.engine.tune import Tuner
+    from mlir_rl_tui.engine.tuning_db import TuningDB
+    from mlir_rl_tui.progress import ProgressLine
+
+    with ProgressLine() as line:
+        line.update(f"tune: importing {args.model}" if ".py:" in args.model else f"tune: loading {args.model}")
+        path, info = import_model(args)
+        prog = load_file(path)
+        db = TuningDB(args.db)
+        interrupted = threading.Event()
+        with make_engine(args) as eng:
+            from mlir_rl_tui.engine import workload
+
+            keys = {k for op_id, k in workload.of_program(prog).items() if prog.op(op_id).name != "linalg.fill"}
+            start = None
+            if not args.no_policy and not all(db.tuned(eng.machine, k) for k in keys):
+                line.update("tune: the policy's one pass")
+                start = policy_start(args, prog, eng)
+            tuner = Tuner(eng, prog, db, args.minutes * 60, start, args.seed,
+                          on_progress=lambda t: line.update(progress_text(t)), cancel=interrupted)
+            box: dict = {}
+
+            def work() -> None:
+                try:
+                    box["result"] = tuner.run()
+                except BaseException as e:  # noqa: BLE001 - raised again in the command's thread
+                    box["error"] = e
+
+            th = threading.Thread(target=work, daemon=True, name="tune")
+            th.start()
+            while th.is_alive():
+                try:
+                    th.join(0.2)
+                except KeyboardInterrupt:
+                    interrupted.set()
+                    line.update("tune: stopping (keeping the best schedule so far)")
+            if "error" in box:
+                raise box["error"]
+            r = box["result"]
+            line.update("tune: building the library")
+            extra = {"model": {"spec": args.model, "inputs": info.get("inputs"), "forward": info.get("forward")},
+                     "tuned": {"ms": r.best.time_ms, "baseline_ms": r.baseline.time_ms, "machine": eng.machine}}
+            desc = build_library(eng, prog, r.schedule, args.output, extra=extra)
+        line.update("tune: checking the library against the reference")
+        problem = verify_library(args.output, path)
+    if problem:
+        raise CliError(f"{args.output}: {problem}")
+    out = {"library": args.output, "program": path, **r.to_json(), "interrupted": interrupted.is_set(),
+           "runtime": desc["runtime"], "checked": "PyTorch" if os.path.exists(path + ".torch.npz") else "engine"}
+    if args.json:
+        emit(out)
+        return 0
+    print(report(r, args.output, interrupted.is_set()))
+    return 0
+
+
+def policy_start(args: argparse.Namespace, prog, eng):
+    from mlir_rl_tui.commands.common import load_policy
+
+    try:
+        pol = load_policy(args.policy)
+    except ImportError:
+        return None  # no torch: the database and the search alone
+    from mlir_rl_tui.agent.suggest import to_measure
+    from mlir_rl_tui.engine import Session
+
+    return to_measure(pol.schedule(Session(prog, openmp=eng.openmp)).schedule)
+
+
+def progress_text(t) -> str:
+    best = t.best
+    n = len(t.workloads)
+    parts = [f"tune: {t.done}/{n} workloads"]
+    if best is not None and best.time_ms:
+        parts.append(f"model {best.time_ms:.3f} ms")
+        if t.start_m is not None and t.start_m.time_ms:
+            parts.append(f"start {t.start_m.time_ms:.3f}")
+        if best.baseline_ms:
+            parts.append(f"untransformed {best.baseline_ms:.3f}")
+    left = max(0.0, t.deadline - time.monotonic())
+    parts.append(f"{int(left // 60)}:{int(left % 60):02d} left")
+    return ", ".join(parts) + f" ({t.stage})"
+
+
+def report(r, out: str, interrupted: bool) -> str:
+    lines = [f"{out}: {len(r.workloads)} distinct workloads in {sum(len(w.ops) for w in r.workloads)} ops; "
+             f"{r.best.time_ms:.3f} ms (start {r.start.time_ms:.3f} ms, untransformed {r.baseline.time_ms:.3f} ms, "
+             f"{r.best.speedup:.2f}x) after {r.measurements} measurements in {r.seconds:.0f} s"
+             + (" (interrupted)" if interrupted else "")]
+    if not r.searched:
+        lines.append("every workload was tuned before (the tuning database): no search")
+    lines.append(f"{'workload':44} {'ops':>4} {'ms':>8} {'start':>9} {'tries':>6}  state")
+    for w in sorted(r.workloads, key=lambda w: -w.ms):
+        lines.append(f"{w.label[:44]:44} {len(w.ops):>4} {w.ms:>8.3f} {w.start:>9} {w.measurements:>6}  {w.state}")
+    lines.append(f"schedule: {r.schedule or '(none)'}")
+    lines.append(f"from PyTorch: import mlir_rl_tui.torch; model = mlir_rl_tui.torch.load({out!r})")
+    return "\n".join(lines)
+
+
+def verify_library(lib: str, program_path: str) -> str | None:
+    """Run the library on the program's seeded inputs in a separate process (a crash cannot take this one
+    down) and compare with PyTorch's output saved at import; None when it agrees (or has no reference)."""
+    import subprocess
+    import sys
+
+    ref = program_path + ".torch.npz"
+    if not os.path.exists(ref):
+        return None
+    try:
+        p = subprocess.run([sys.executable, "-m", "mlir_rl_tui.runtime", "verify", lib, ref],
+                           capture_output=True, text=True, timeout=600)
+    except subprocess.TimeoutExpired:
+        return "the library did not finish a run in 10 minutes"
+    if p.returncode != 0:
+        last = (p.stderr.strip().splitlines() or p.stdout.strip().splitlines() or [f"exit {p.returncode}"])[-1]
+        return f"the library failed its check: {last}"
+    return None

@@ -1,0 +1,226 @@
+"""`mlir-rl-tui tune`, the tuning database and `mlir_rl_tui.torch.load`, on real MLIR: workloads shared by
+identical ops, a second run served from the database without a search, a library that matches PyTorch,
+a database that survives kill -9 and damage without serving a wrong record."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+from conftest import ROOT
+
+MODELS = ROOT / "tests" / "data" / "import_models.py"
+
+# three ReLUs in a chain on 4096 floats (op ids count from the last op): op0 and op1 read an identical producer
+# (one workload), op2 reads an argument (another)
+CHAIN = textwrap.dedent("""\
+    #id = affine_map<(d0) -> (d0)>
+    func.func @forward(%x: tensor<4096xf32>) -> tensor<4096xf32> {
+      %z = arith.constant 0.0 : f32
+      %e0 = tensor.empty() : tensor<4096xf32>
+      %a = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]}
+          ins(%x : tensor<4096xf32>) outs(%e0 : tensor<4096xf32>) {
+        ^bb0(%i: f32, %o: f32):
+          %r = arith.maximumf %i, %z : f32
+          linalg.yield %r : f32
+      } -> tensor<4096xf32>
+      %e1 = tensor.empty() : tensor<4096xf32>
+      %b = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]}
+          ins(%a : tensor<4096xf32>) outs(%e1 : tensor<4096xf32>) {
+        ^bb0(%i: f32, %o: f32):
+          %r = arith.maximumf %i, %z : f32
+          linalg.yield %r : f32
+      } -> tensor<4096xf32>
+      %e2 = tensor.empty() : tensor<4096xf32>
+      %c = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]}
+          ins(%b : tensor<4096xf32>) outs(%e2 : tensor<4096xf32>) {
+        ^bb0(%i: f32, %o: f32):
+          %r = arith.maximumf %i, %z : f32
+          linalg.yield %r : f32
+      } -> tensor<4096xf32>
+      return %c : tensor<4096xf32>
+    }
+    """)
+
+
+def cli(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "mlir_rl_tui", *args], capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def test_identical_ops_share_a_workload_and_shapes_do_not():
+    from mlir_rl_tui.engine import load
+    from mlir_rl_tui.engine import workload as wl
+
+    prog = load(CHAIN)
+    keys = wl.of_program(prog)
+    assert keys["op0"] == keys["op1"] != keys["op2"]  # op2 has no producer to fuse
+    assert list(wl.groups(prog).values()) == [["op0", "op1"], ["op2"]]
+    assert set(wl.of_program(load(CHAIN.replace("maximumf", "minimumf"))).values()).isdisjoint(keys.values())
+    other = load(CHAIN.replace("4096", "2048"))
+    assert set(wl.of_program(other).values()).isdisjoint(keys.values())
+    desc = wl.describe(prog.op("op0"), prog)
+    assert desc["fused"]["producer"]["loops"] == [[4096, "parallel"]] and desc["dtypes"] == ["f32", "f32"]
+
+
+def test_tune_tunes_each_workload_once_and_a_second_run_needs_no_search(tmp_path, cache_dir):
+    src = tmp_path / "chain.mlir"
+    src.write_text(CHAIN)
+    db = str(tmp_path / "tuning.sqlite")
+    args = ("tune", str(src), "--minutes", "2", "--no-policy", "--db", db, "--json")
+    r = cli(*args, "-o", str(tmp_path / "a.so"))
+    assert r.returncode == 0, r.stderr
+    first = json.loads(r.stdout)
+    assert first["distinct_workloads"] == 2 and first["ops"] == 3 and first["searched"]
+    by_ops = {tuple(w["ops"]): w for w in first["workloads"]}
+    assert set(by_ops) == {("op0", "op1"), ("op2",)}
+    assert all(w["state"] == "tuned" for w in first["workloads"]), first["workloads"]  # each reached its optimum
+    sched = first["schedule"]
+    # the two ops of one workload were given one op schedule
+    parts = dict(p.split(": ", 1) for p in sched.split("; ")) if sched else {}
+    assert parts.get("op0") == parts.get("op1")
+    assert first["speedup"] >= 1.0 and os.path.exists(tmp_path / "a.so.json")
+
+    t = time.monotonic()
+    r = cli(*args, "-o", str(tmp_path / "b.so"))
+    took = time.monotonic() - t
+    assert r.returncode == 0, r.stderr
+    second = json.loads(r.stdout)
+    assert not second["searched"] and second["schedule"] == sched
+    assert {w["start"] for w in second["workloads"]} == {"tuned"} and second["measurements"] <= 2
+    assert took < 0.5 * first["seconds"] + 30, (took, first["seconds"])
+
+    shown = json.loads(cli("tuning-db", "show", "--db", db, "--json").stdout)
+    assert shown["tuned"] == 2 and shown["workloads"] == 2
+
+
+@pytest.mark.skipif(not __import__("importlib").util.find_spec("torch_mlir"), reason="torch-mlir: the [import] extra")
+def test_a_tuned_model_runs_in_pytorch_like_the_original(tmp_path, cache_dir):
+    import torch
+
+    sys.path.insert(0, str(MODELS.parent))
+    import import_models
+
+    import mlir_rl_tui.torch as mt
+
+    lib = tmp_path / "block.so"
+    r = cli("tune", f"{MODELS}:BasicBlock", "--input", "1x16x16x16", "--minutes", "0.1", "-o", str(lib),
+            "--db", str(tmp_path / "t.sqlite"), "--json")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["checked"] == "PyTorch" and out["best_ms"] <= out["baseline_ms"]
+    model = mt.load(str(lib))
+    torch.manual_seed(0)
+    orig = import_models.BasicBlock().eval()  # the weights the import drew (after torch.manual_seed(0))
+    x = torch.randn(1, 16, 16, 16)
+    with torch.no_grad():
+        want = orig(x)
+    got = model(x)
+    assert isinstance(got, torch.Tensor) and got.shape == want.shape
+    torch.testing.assert_close(got, want, rtol=1e-3, atol=1e-4)
+    torch.testing.assert_close(model(x=x), want, rtol=1e-3, atol=1e-4)  # the forward's own argument name
+    with pytest.raises(ValueError, match="built for 1x16x16x16") as e:
+        model(torch.randn(1, 16, 8, 8))
+    assert "\n" not in str(e.value)
+
+
+def test_tune_errors_are_one_line(tmp_path):
+    for args, what in [(("nope.mlir",), "no such file"),
+                       ((str(ROOT / "samples" / "add.mlir"), "--input", "2x2"), "--input is for a PyTorch module"),
+                       ((f"{MODELS}:BasicBlock", "--input", "1x3x16x16"), "running it on the inputs failed")]:
+        r = cli("tune", *args, "-o", str(tmp_path / "x.so"), timeout=120)
+        last = r.stderr.strip().splitlines()[-1]  # after the progress line's log lines (not a terminal)
+        assert r.returncode == 2 and last.startswith("mlir-rl-tui: error:") and what in last, r.stderr
+        assert "Traceback" not in r.stderr
+    r = cli("tune", "add", "--minutes", "0", "-o", str(tmp_path / "x.so"))
+    assert r.returncode == 2 and "0 is not a positive number of minutes" in r.stderr  # argparse: usage, then it
+
+
+# -- the database ----------------------------------------------------------------------------------
+def _rec(ms: float, schedule: str = "T(8) V", workload: str = "w1"):
+    from mlir_rl_tui.engine.tuning_db import Record
+
+    return Record("m", workload, schedule, ms, "relu 4096", {"name": "linalg.generic"}, "sha")
+
+
+def test_the_database_keeps_the_fastest_and_never_serves_a_damaged_row(tmp_path, capsys):
+    from mlir_rl_tui.engine.tuning_db import TuningDB
+
+    path = str(tmp_path / "t.sqlite")
+    db = TuningDB(path)
+    db.add(_rec(2.0))
+    db.add(_rec(3.0))  # slower: the faster time of that schedule stays
+    db.add(_rec(1.5, "TP(64) V"))
+    assert [(r.schedule, r.ms) for r in db.records("m", "w1")] == [("TP(64) V", 1.5), ("T(8) V", 2.0)]
+    assert db.best("m", "w1").schedule == "TP(64) V" and db.best("other-machine", "w1") is None
+    db.close()
+    raw = sqlite3.connect(path)
+    raw.execute("UPDATE records SET record = replace(record, '1.5', '0.5') WHERE schedule='TP(64) V'")
+    raw.commit()
+    raw.close()
+    db = TuningDB(path)
+    assert db.best("m", "w1").schedule == "T(8) V"  # the tampered record is not served...
+    assert "corrupted" in capsys.readouterr().err and len(db.records("m", "w1")) == 1  # ...and it is gone
+    db.close()
+    with open(path, "wb") as f:
+        f.write(b"not a database" * 100)
+    db = TuningDB(path)
+    assert db.usable and db.best("m", "w1") is None and "moved aside" in capsys.readouterr().err
+
+
+def test_export_and_import_refuse_tampered_lines(tmp_path):
+    from mlir_rl_tui.engine.tuning_db import TuningDB
+
+    a = TuningDB(str(tmp_path / "a.sqlite"))
+    a.add(_rec(2.0))
+    a.add(_rec(1.0, workload="w2"))
+    a.mark_tuned("m", "w2", "T(8) V", 1.0, 12, "relu")
+    n = a.export(str(tmp_path / "x.jsonl"))
+    assert n == 3
+    lines = (tmp_path / "x.jsonl").read_text().splitlines()
+    lines[1] = lines[1].replace("2.0", "0.2")
+    (tmp_path / "x.jsonl").write_text("\n".join(lines) + "\n")
+    b = TuningDB(str(tmp_path / "b.sqlite"))
+    assert b.import_file(str(tmp_path / "x.jsonl")) == (2, 1)
+    assert b.tuned("m", "w2")["schedule"] == "T(8) V" and b.records("m", "w1") == []
+    (tmp_path / "junk").write_text("hello\n")
+    from mlir_rl_tui.engine.errors import EngineError
+
+    with pytest.raises(EngineError, match="not a tuning database export"):
+        b.import_file(str(tmp_path / "junk"))
+
+
+def test_the_database_survives_kill_9_while_writing(tmp_path):
+    path = str(tmp_path / "t.sqlite")
+    writer = textwrap.dedent(f"""
+        from mlir_rl_tui.engine.tuning_db import Record, TuningDB
+        db = TuningDB({path!r})
+        i = 0
+        while True:
+            db.add(Record("m", f"w{{i % 50}}", f"T({{i}}) V", 1.0 + i, "x", {{"n": i}}, "sha"))
+            if i % 7 == 0:
+                db.mark_tuned("m", f"w{{i % 50}}", f"T({{i}}) V", 1.0, i, "x")
+            i += 1
+            if i == 200:
+                print("ready", flush=True)
+        """)
+    for _ in range(3):
+        p = subprocess.Popen([sys.executable, "-c", writer], stdout=subprocess.PIPE, text=True)
+        assert p.stdout.readline().strip() == "ready"
+        time.sleep(0.2)
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+    from mlir_rl_tui.engine.tuning_db import TuningDB
+
+    db = TuningDB(path)
+    recs = db.records("m")
+    assert len(recs) >= 200 and db.corrupted == 0
+    assert all(r.ms == 1.0 + int(r.schedule[2:-3]) for r in recs)  # every row as it was written
+    assert db.tuned("m", "w0") is not None
