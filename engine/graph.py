@@ -1,9 +1,10 @@
 """Graph-level rewrites of an imported program, before any schedule: what a compiler does to a model
 before it tiles loops (torch.compile's freezing, IREE's global optimizations), applied by `import`.
 
-1. `nhwc`: NCHW convolutions and poolings become their NHWC forms between transposes (the weights'
-   transpose is a constant and is folded; a zero/constant padding moves to the NHWC side), so the vector
-   dimension is the channels (16 lanes) instead of an image width that 16 does not divide;
+1. `nhwc`: NCHW convolutions and poolings become their NHWC forms between transposes, and the 1-D NCW ones
+   their NWC forms (the weights' transpose is a constant and is folded; a zero/constant padding moves to
+   the channels-last side), so the vector dimension is the channels (16 lanes) instead of an image width
+   that 16 does not divide;
    Poolings follow when the program has convolutions: a pooling alone stays NCHW (measured: transposing
    its input costs more than the pooling);
 2. `fold`: reshapes and transposes of constant weights are computed once here (torch-mlir emits
@@ -39,21 +40,34 @@ _RESHAPE = re.compile(rf"^(\s*)({_SSA}) = tensor\.(?:collapse|expand)_shape ({_S
 _TRANSPOSE = re.compile(rf"^(\s*)({_SSA}) = linalg\.transpose ins\(({_SSA}) : tensor<([\dx]+)x(\w+)>\) "
                         rf"outs\(({_SSA}) : tensor<([\dx]+)x\w+>\) permutation = \[([\d, ]+)\]\s*$")
 _NCHW_OP = re.compile(rf"^(\s*)({_SSA}) = linalg\.(conv_2d_nchw_fchw|depthwise_conv_2d_nchw_chw|pooling_nchw_max|"
-                      rf"pooling_nchw_sum) (\{{[^}}]*\}}) ins\(({_SSA}), ({_SSA}) : tensor<([\dx]+)x(\w+)>, "
+                      rf"pooling_nchw_sum|conv_1d_ncw_fcw|depthwise_conv_1d_ncw_cw|pooling_ncw_max|pooling_ncw_sum) (\{{[^}}]*\}}) ins\(({_SSA}), ({_SSA}) : tensor<([\dx]+)x(\w+)>, "
                       rf"tensor<([\dx]+)x\w+>\) outs\(({_SSA}) : tensor<([\dx]+)x\w+>\) -> tensor<[\dx]+x\w+>\s*$")
 _PAD = re.compile(rf"^(\s*)({_SSA}) = tensor\.pad ({_SSA}) low\[([\d, ]+)\] high\[([\d, ]+)\] \{{\s*$")
 _PAD_END = re.compile(r"^\s*\} : tensor<([\dx]+)x(\w+)> to tensor<[\dx]+x\w+>\s*$")
 _YIELD = re.compile(rf"^\s*tensor\.yield ({_SSA}) : \w+\s*$")
 _FILL = re.compile(rf"^(\s*)({_SSA}) = linalg\.fill ins\(({_SSA}) : (\w+)\) outs\(({_SSA}) : tensor<[\dx]+x\w+>\)")
 
-#: NCHW op -> (NHWC op, permutation of its second operand or None when it is only a window shape)
+#: channels-first op -> (channels-last op, permutation of its second operand or None when it is only a window
+#: shape); 2-D (NCHW -> NHWC) and 1-D (NCW -> NWC)
 NHWC_FORM = {
     "conv_2d_nchw_fchw": ("conv_2d_nhwc_hwcf", (2, 3, 1, 0)),
     "depthwise_conv_2d_nchw_chw": ("depthwise_conv_2d_nhwc_hwc", (1, 2, 0)),
     "pooling_nchw_max": ("pooling_nhwc_max", None),
     "pooling_nchw_sum": ("pooling_nhwc_sum", None),
+    "conv_1d_ncw_fcw": ("conv_1d_nwc_wcf", (2, 1, 0)),
+    "depthwise_conv_1d_ncw_cw": ("depthwise_conv_1d_nwc_wc", (1, 0)),
+    "pooling_ncw_max": ("pooling_nwc_max", None),
+    "pooling_ncw_sum": ("pooling_nwc_sum", None),
 }
-TO_NHWC, TO_NCHW = (0, 2, 3, 1), (0, 3, 1, 2)
+
+
+def channels_last(rank: int) -> tuple[int, ...]:
+    """NCHW -> NHWC (rank 4), NCW -> NWC (rank 3)."""
+    return (0, *range(2, rank), 1)
+
+
+def channels_first(rank: int) -> tuple[int, ...]:
+    return (0, rank - 1, *range(1, rank - 1))
 
 
 def _shape(text: str) -> tuple[int, ...]:
@@ -185,8 +199,8 @@ def pad_at(f: _Func, i: int) -> Pad | None:
 
 
 def to_nhwc(f: _Func) -> int:
-    """NCHW convolutions (and poolings, when there are convolutions) as NHWC ones between transposes;
-    returns how many."""
+    """NCHW and NCW convolutions (and poolings, when there are convolutions) as NHWC and NWC ones between
+    transposes; returns how many."""
     done = 0
     i = 0
     convs = any((m := _NCHW_OP.match(ln)) and "conv" in m.group(3) for ln in f.lines)
@@ -197,6 +211,8 @@ def to_nhwc(f: _Func) -> int:
             continue
         indent, res, kind, attrs, inp, filt, in_shape, dtype, filt_shape, out, out_shape = m.groups()
         new_kind, fperm = NHWC_FORM[kind]
+        rank = len(_shape(in_shape))
+        to_last, to_first = channels_last(rank), channels_first(rank)
         new: list[str] = []
         pad = None
         if f.uses(inp) == 1:
@@ -204,20 +220,21 @@ def to_nhwc(f: _Func) -> int:
             pad = pad_at(f, at) if at is not None else None
             if pad is not None and (pad.low[:2] != (0, 0) or pad.high[:2] != (0, 0)):
                 pad = None  # padding N or C: keep the NCHW pad
-        if pad is not None:  # pad in NHWC: transpose the unpadded input, then pad H and W (dims 1 and 2)
-            lines, t, t_shape = _transpose(f, indent, pad.source, pad.source_shape, dtype, TO_NHWC, "in")
+        if pad is not None:  # pad channels-last: transpose the unpadded input, then pad the spatial dims
+            lines, t, t_shape = _transpose(f, indent, pad.source, pad.source_shape, dtype, to_last, "in")
             new += lines
-            (lo_h, lo_w), (hi_h, hi_w) = pad.low[2:], pad.high[2:]
-            padded_shape = (t_shape[0], t_shape[1] + lo_h + hi_h, t_shape[2] + lo_w + hi_w, t_shape[3])
+            lo, hi = pad.low[2:], pad.high[2:]
+            padded_shape = (t_shape[0], *(t_shape[1 + k] + lo[k] + hi[k] for k in range(rank - 2)), t_shape[-1])
             p = f.fresh("padded")
-            idx = ", ".join(f"%{p[1:]}_i{k}: index" for k in range(4))
-            new += [f"{indent}{p} = tensor.pad {t} low[0, {lo_h}, {lo_w}, 0] high[0, {hi_h}, {hi_w}, 0] {{",
+            idx = ", ".join(f"%{p[1:]}_i{k}: index" for k in range(rank))
+            low, high = ", ".join(str(x) for x in (0, *lo, 0)), ", ".join(str(x) for x in (0, *hi, 0))
+            new += [f"{indent}{p} = tensor.pad {t} low[{low}] high[{high}] {{",
                     f"{indent}^bb0({idx}):",
                     f"{indent}  tensor.yield {pad.value} : {dtype}",
                     f"{indent}}} : {_ty(t_shape, dtype)} to {_ty(padded_shape, dtype)}"]
             x, x_shape = p, padded_shape
         else:
-            lines, x, x_shape = _transpose(f, indent, inp, _shape(in_shape), dtype, TO_NHWC, "in")
+            lines, x, x_shape = _transpose(f, indent, inp, _shape(in_shape), dtype, to_last, "in")
             new += lines
         if fperm is not None:
             lines, k, k_shape = _transpose(f, indent, filt, _shape(filt_shape), dtype, fperm, "filter")
@@ -225,7 +242,7 @@ def to_nhwc(f: _Func) -> int:
         else:
             k, k_shape = filt, _shape(filt_shape)
         o_shape = _shape(out_shape)
-        nhwc_out = tuple(o_shape[p] for p in TO_NHWC)
+        nhwc_out = tuple(o_shape[p] for p in to_last)
         fill = next((fm for fm in (_FILL.match(ln) for ln in f.lines[:i]) if fm and fm.group(2) == out), None)
         if fill is not None:  # the same fill in NHWC (a fill is no generic: it would not fuse with a transpose)
             e, o = f.fresh("out_init"), f.fresh("out")
@@ -233,7 +250,7 @@ def to_nhwc(f: _Func) -> int:
                     f"{indent}{o} = linalg.fill ins({fill.group(3)} : {fill.group(4)}) outs({e} : {_ty(nhwc_out, dtype)}) "
                     f"-> {_ty(nhwc_out, dtype)}"]
         else:
-            lines, o, _ = _transpose(f, indent, out, o_shape, dtype, TO_NHWC, "out")
+            lines, o, _ = _transpose(f, indent, out, o_shape, dtype, to_last, "out")
             new += lines
         r = f.fresh(new_kind.split("_")[0])
         new.append(f"{indent}{r} = linalg.{new_kind} {attrs} ins({x}, {k} : {_ty(x_shape, dtype)}, "
@@ -241,7 +258,7 @@ def to_nhwc(f: _Func) -> int:
         e = f.fresh("nchw_init")
         new += [f"{indent}{e} = tensor.empty() : {_ty(o_shape, dtype)}",
                 f"{indent}{res} = linalg.transpose ins({r} : {_ty(nhwc_out, dtype)}) outs({e} : {_ty(o_shape, dtype)}) "
-                f"permutation = [{', '.join(str(p) for p in TO_NCHW)}]"]
+                f"permutation = [{', '.join(str(p) for p in to_first)}]"]
         f.lines[i:i + 1] = new
         i += len(new)
         if pad is not None:  # the NCHW pad had this one use

@@ -110,9 +110,13 @@ class LoaderProcess:
     def _read_line(self, deadline: float, name: str, on_wait: Waiting | None, t0: float) -> bytes:
         assert self.proc is not None and self.proc.stdout is not None
         fd = self.proc.stdout.fileno()
+        # chunks in a list, each searched once for the end of the line: an answer of a 90 MB model (a
+        # ResNet-18's weights) arrives in thousands of pipe reads, and re-scanning a growing buffer per read
+        # took minutes
+        chunks, found = [self._buf], b"\n" in self._buf
         with selectors.DefaultSelector() as sel:
             sel.register(fd, selectors.EVENT_READ)
-            while b"\n" not in self._buf:
+            while not found:
                 now = time.monotonic()
                 if now >= deadline:
                     self._kill()
@@ -123,9 +127,11 @@ class LoaderProcess:
                 if sel.select(timeout=min(0.1, deadline - now)):
                     chunk = os.read(fd, 1 << 20)
                     if not chunk:
+                        self._buf = b"".join(chunks)
                         raise LoadError(self._death(name))
-                    self._buf += chunk
-        line, self._buf = self._buf.split(b"\n", 1)
+                    chunks.append(chunk)
+                    found = b"\n" in chunk
+        line, self._buf = b"".join(chunks).split(b"\n", 1)
         return line
 
     def _death(self, name: str) -> str:

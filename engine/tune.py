@@ -3,16 +3,18 @@
 1. The start: each op takes the best known schedule of its workload on this machine kind (engine.tuning_db);
    an op whose workload has no record keeps the schedule the caller starts from (the policy's one pass).
    Both the composed schedule and the caller's are measured; the faster is the start.
-2. When every workload was tuned before, that is the answer: no search (a second `tune` of a model takes
-   one cached measurement).
+2. When every workload ended in an earlier run, that is the answer: no search (a second `tune` of a model
+   takes one cached measurement).
 3. Otherwise the per-op profile (engine.profile) says where the time goes; every op's time goes into the
    database. Workloads not yet tuned are taken in order of their share of the model's time, each given a
    share of the remaining wall-clock time like its share of the model's time (at least `MIN_SLICE_S`).
    A workload is hill-climbed (engine.search.hill: one loop's tile size a step, the first tiling's kind,
    V/NT) on one op, the same op schedule given to every op of the model with that workload, each
    candidate measured on the whole model (Engine.measure: checked, cached) and taken when it beats the
-   current one beyond the noise. At a local optimum the workload is marked tuned; a profile of the new
-   schedule records every op's time.
+   current one beyond the noise, until a local optimum ("tuned") or the end of its time ("cut").
+   Workloads under `SMALL_SHARE` of the model's time keep their start ("small"). A profile of the final
+   schedule records every op's time, and every workload that ended is marked in the database: a later
+   run takes it as known (with `continue_cut`, the cut and small ones are searched again from their best).
 4. The deadline, or `cancel`, stops the search between (or inside) measurements; the best schedule measured
    so far is the result. Nothing is lost to an interrupt: the records and tunings written so far stay.
 """
@@ -37,7 +39,9 @@ from mlir_rl_tui.engine.search.hill import kinds, neighbours, recipes_of, schedu
 from mlir_rl_tui.engine.tuning_db import Record, TuningDB
 
 #: The least wall-clock time a workload's climb is given (a few measurements of a small model).
-MIN_SLICE_S = 5.0
+MIN_SLICE_S = 3.0
+#: Workloads under this share of the model's time (its per-op profile) keep their start: not worth a search.
+SMALL_SHARE = 0.005
 
 
 @dataclass
@@ -50,7 +54,9 @@ class Workload:
     ms: float = 0.0  # its ops' time in the model's latest profile (sum over its ops)
     start: str = ""  # where its first schedule came from: "tuned", "database" or "start"
     measurements: int = 0
-    state: str = "waiting"  # waiting, tuning, tuned (local optimum), cut (the deadline), known (tuned before)
+    #: waiting, tuning, tuned (a local optimum), cut (the deadline came first), small (under SMALL_SHARE of the
+    #: model's time: kept its start), known (ended in an earlier run: not searched)
+    state: str = "waiting"
 
 
 @dataclass
@@ -82,9 +88,11 @@ class Tuner:
     def __init__(self, engine: Engine, program: Program, db: TuningDB, seconds: float,
                  start: Schedule | None = None, seed: int = 0,
                  on_progress: Callable[[Tuner], None] | None = None,
-                 cancel: threading.Event | None = None) -> None:
+                 cancel: threading.Event | None = None, continue_cut: bool = False) -> None:
         self.engine, self.program, self.db = engine, program, db
         self.seconds, self.seed = seconds, seed
+        #: search again the workloads an earlier run cut short or left as small (default: they are known)
+        self.continue_cut = continue_cut
         self.start_schedule = start or Schedule({})
         self.on_progress = on_progress
         #: set by the caller (Ctrl-C): stop now; the deadline sets `cancel` only
@@ -119,7 +127,7 @@ class Tuner:
 
     @property
     def done(self) -> int:
-        return sum(w.state in ("tuned", "known", "cut") for w in self.workloads)
+        return sum(w.state in ("tuned", "known", "cut", "small") for w in self.workloads)
 
     # ------------------------------------------------------------------------------------------
     def run(self) -> TuneResult:
@@ -158,21 +166,25 @@ class Tuner:
                 w.state = "known"
         else:
             self._profile(current)
+            total = sum(w.ms for w in self.workloads)
             rng = np.random.default_rng(self.seed)
-            converged = []
+            ended: list[Workload] = []
             for w in sorted((w for w in self.workloads if w.start != "tuned"), key=lambda w: -w.ms):
                 if self.cancel.is_set():
                     break
-                if self._climb(w, rng):
-                    converged.append(w)
+                if total and w.ms < SMALL_SHARE * total:
+                    w.state = "small"  # keeps its start
+                else:
+                    self._climb(w, rng)
+                ended.append(w)
             for w in self.workloads:
                 if w.start == "tuned":
                     w.state = "known"
             if not self.interrupted.is_set():
                 self._profile(ev.result.schedule, late=True)
-            for w in converged:
+            for w in ended:  # known to later runs (a cut one is searched again with `continue_cut`)
                 self.db.mark_tuned(self.machine, w.key, wl.op_text(ev.result.schedule, w.ops[0]), w.ms,
-                                   w.measurements, w.label)
+                                   w.measurements, w.label, w.state)
         self._say("done")
         r = ev.result
         return TuneResult(base, self.start_m, r.best, r.schedule, self.workloads, r.candidates,
@@ -209,7 +221,8 @@ class Tuner:
             w.start = "start"
             tuned = self.db.tuned(self.machine, w.key)
             best = self.db.best(self.machine, w.key)
-            for how, text in (("tuned", tuned["schedule"] if tuned else None),
+            known = tuned is not None and (tuned["state"] == "tuned" or not self.continue_cut)
+            for how, text in (("tuned" if known else "database", tuned["schedule"] if tuned else None),
                               ("database", best.schedule if best else None)):
                 if text is None:
                     continue
@@ -246,9 +259,9 @@ class Tuner:
                                    wl.describe(op, self.program), self.program.sha256))
 
     def _slice(self, w: Workload) -> float:
-        """Wall-clock seconds for `w`: the remaining time shared by the untuned workloads' time."""
+        """Wall-clock seconds for `w`: the remaining time shared by the waiting workloads' time (`w` among them)."""
         left = self.deadline - time.monotonic()
-        waiting = [x for x in self.workloads if x.state == "waiting"]
+        waiting = [x for x in self.workloads if x.state == "waiting" or x is w]
         total = sum(x.ms for x in waiting) or 1.0
         share = (w.ms / total) if w.ms else 1.0 / max(1, len(waiting))
         return max(MIN_SLICE_S, left * share)
@@ -257,9 +270,9 @@ class Tuner:
         """Hill-climb `w`'s op schedule until a local optimum (True) or its time is up (False)."""
         ev = self.ev
         assert ev is not None
+        end = time.monotonic() + self._slice(w)
         self.current, w.state = w, "tuning"
         self._say(f"tuning {w.label}")
-        end = time.monotonic() + self._slice(w)
         rep = w.ops[0]
         current = ev.result.schedule
         value = ev.result.best
@@ -309,6 +322,6 @@ class Tuner:
 
 def tune(engine: Engine, program: Program, db: TuningDB, seconds: float, start: Schedule | None = None,
          seed: int = 0, on_progress: Callable[[Tuner], None] | None = None,
-         cancel: threading.Event | None = None) -> TuneResult:
+         cancel: threading.Event | None = None, continue_cut: bool = False) -> TuneResult:
     """Tune `program` for at most `seconds` (see the module's docstring); the best schedule measured."""
-    return Tuner(engine, program, db, seconds, start, seed, on_progress, cancel).run()
+    return Tuner(engine, program, db, seconds, start, seed, on_progress, cancel, continue_cut).run()

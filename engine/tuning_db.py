@@ -4,8 +4,8 @@ MetaSchedule keeps one), in `tuning.sqlite` beside the measurement cache.
 - `records`: every op schedule timed inside a model, (machine, workload, op schedule) -> the op's time in
   ms (its share of the model's per-op profile, engine.profile), the workload's label and description, the
   program it was timed in. The best known schedule of a workload is its fastest record.
-- `tuned`: workloads whose tuning ended (machine, workload) -> the schedule it kept and how many
-  measurements it took. `tune` starts every workload from its best record and skips the tuned ones: a
+- `tuned`: workloads whose tuning ended (machine, workload) -> the schedule it kept, how many
+  measurements it took and how it ended (at a local optimum, cut by the deadline, or too small to search). `tune` starts every workload from its best record and skips the tuned ones: a
   model whose workloads are all tuned is scheduled, checked and built without a search.
 
 It checks itself like the cache (engine.cache.Store): a file that is not this database is moved aside
@@ -76,10 +76,11 @@ class TuningDB(Store):
                                      "program": rec.program})
 
     def mark_tuned(self, machine: str, workload: str, schedule: str, ms: float, measurements: int,
-                   label: str = "") -> None:
-        """The workload's tuning ended with `schedule` (later runs start from it and skip the search)."""
+                   label: str = "", state: str = "tuned") -> None:
+        """The workload's tuning ended with `schedule` (later runs start from it and skip the search):
+        `state` "tuned" at a local optimum, "cut" by the deadline, "small" not searched (engine.tune)."""
         self._write("tuned", {"machine": machine, "workload": workload},
-                    {"schedule": schedule, "ms": ms, "measurements": measurements, "label": label})
+                    {"schedule": schedule, "ms": ms, "measurements": measurements, "label": label, "state": state})
 
     # -- reading -----------------------------------------------------------------------------------
     def records(self, machine: str | None = None, workload: str | None = None) -> list[Record]:
@@ -172,7 +173,8 @@ class TuningDB(Store):
                     self.add(rec)
                 elif table == "tuned" and len(key) == 2:
                     entry = _tuned_entry(json.loads(text))
-                    self.mark_tuned(*key, entry["schedule"], entry["ms"], entry["measurements"], entry.get("label", ""))
+                    self.mark_tuned(*key, entry["schedule"], entry["ms"], entry["measurements"], entry.get("label", ""),
+                                    entry["state"])
                 else:
                     raise ValueError(f"unknown table {table!r}")
                 taken += 1
@@ -199,6 +201,8 @@ def _record(machine: str, workload: str, schedule: str, text, digest) -> Record:
 def _tuned_entry(d: dict) -> dict:
     if not isinstance(d.get("schedule"), str) or not isinstance(d.get("measurements"), int):
         raise ValueError("bad tuning entry")
+    if d.get("state") not in ("tuned", "cut", "small"):
+        raise ValueError(f"bad tuning state {d.get('state')!r}")
     if not isinstance(d.get("ms"), int | float) or not math.isfinite(d["ms"]):
         raise ValueError("bad time")
     return d

@@ -148,3 +148,18 @@ def test_unknown_pass_is_one_line(tmp_path):
     r = cli("import", f"{BLOCKS}:MLP", "--input", "32x256", "--passes", "nhwc,bogus", "-o", str(tmp_path / "x.mlir"),
             timeout=120)
     assert r.returncode == 2 and "unknown pass 'bogus'" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+def test_1d_convolutions_become_nwc_and_keep_pytorchs_result(tmp_path, cache_dir):
+    pytest.importorskip("torch_mlir")
+    out = tmp_path / "c1d.mlir"
+    r = cli("import", f"{ROOT / 'tests' / 'data' / 'import_models.py'}:Conv1dBlock", "--input", "1x8x64", "-o",
+            str(out), "--json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["passes"]["nhwc"] == 3
+    text = out.read_text()
+    # (torch-mlir lowers MaxPool1d as a 2-D pooling over a unit height)
+    assert text.count("linalg.conv_1d_nwc_wcf") == 2 and "linalg.pooling_nhwc_max" in text
+    assert "_ncw" not in text and "_nchw" not in text
+    base = json.loads(cli("apply", str(out), "--schedule", "", "--json").stdout)
+    assert base["status"] == "ok" and base["validated"], base  # compared with PyTorch's output

@@ -38,6 +38,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--policy", help="policy checkpoint for the start (default: the shipped one)")
     p.add_argument("--no-policy", action="store_true", help="start the ops the database does not know untransformed")
     p.add_argument("--db", metavar="FILE", help="the tuning database (default: tuning.sqlite in the cache folder)")
+    p.add_argument("--continue", dest="continue_cut", action="store_true",
+                   help="search again the workloads an earlier run cut short (the deadline) or left as too small")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", action="store_true", help="print the result as one JSON object")
 
@@ -77,12 +79,14 @@ def run(args: argparse.Namespace) -> int:
             from mlir_rl_tui.engine import workload
 
             keys = {k for op_id, k in workload.of_program(prog).items() if prog.op(op_id).name != "linalg.fill"}
+            ended = [db.tuned(eng.machine, k) for k in keys]
             start = None
-            if not args.no_policy and not all(db.tuned(eng.machine, k) for k in keys):
+            if not args.no_policy and not all(e and (e["state"] == "tuned" or not args.continue_cut) for e in ended):
                 line.update("tune: the policy's one pass")
                 start = policy_start(args, prog, eng)
             tuner = Tuner(eng, prog, db, args.minutes * 60, start, args.seed,
-                          on_progress=lambda t: line.update(progress_text(t)), cancel=interrupted)
+                          on_progress=lambda t: line.update(progress_text(t)), cancel=interrupted,
+                          continue_cut=args.continue_cut)
             box: dict = {}
 
             def work() -> None:
@@ -154,6 +158,9 @@ def report(r, out: str, interrupted: bool) -> str:
              + (" (interrupted)" if interrupted else "")]
     if not r.searched:
         lines.append("every workload was tuned before (the tuning database): no search")
+    cut = sum(w.state == "cut" for w in r.workloads)
+    if cut:
+        lines.append(f"{cut} workloads were cut short by the deadline: `--continue` searches them further")
     lines.append(f"{'workload':44} {'ops':>4} {'ms':>8} {'start':>9} {'tries':>6}  state")
     for w in sorted(r.workloads, key=lambda w: -w.ms):
         lines.append(f"{w.label[:44]:44} {len(w.ops):>4} {w.ms:>8.3f} {w.start:>9} {w.measurements:>6}  {w.state}")

@@ -17,3 +17,16 @@ class BasicBlock(nn.Module):
     def forward(self, x):
         y = F.relu(self.bn1(self.conv1(x)))
         return F.relu(self.bn2(self.conv2(y)) + x)
+
+
+class Conv1dBlock(nn.Module):
+    """1-D convolutions (one padded, one strided) and a 1-D max pooling: NCW in PyTorch."""
+
+    def __init__(self, c=8):
+        super().__init__()
+        self.a = nn.Conv1d(c, 16, 5, padding=2)
+        self.b = nn.Conv1d(16, 16, 3, stride=2)
+        self.pool = nn.MaxPool1d(2)
+
+    def forward(self, x):
+        return self.pool(torch.relu(self.b(torch.relu(self.a(x)))))

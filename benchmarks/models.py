@@ -1,0 +1,146 @@
+"""Whole models through `mlir-rl-tui tune`, against PyTorch eager and `torch.compile`, on this CPU.
+
+For each model of benchmarks/model_zoo.py (ResNet-18, MobileNetV2, a small ViT, a 1-D conv net, a speech
+front-end, a U-Net down block; batch 1):
+1. `mlir-rl-tui tune model_zoo.py:NAME --input SHAPE --minutes M` as a user runs it, with a fresh tuning
+   database: the wall time (import, policy, tuning, build, check);
+2. the same command again on the same database: the wall time of a second run (the workloads are known);
+3. the tuned library through `mlir_rl_tui.torch.load` (its Python call included), the module eager and the
+   module under `torch.compile` (compiled and warmed up first), all at --threads threads, checked against
+   one another (rtol 1e-3, atol 1e-4 of the largest output), then timed in --rounds interleaved rounds
+   (each round: each variant's median call over ~0.3 s, in a rotating order);
+4. per model: the ratios eager / tuned and compile / tuned (median over rounds, min..max), and the tuned
+   library's fastest call (median over rounds) against the engine's own figure for the schedule (the
+   second `tune`'s: a fastest run per round of the kernel in its worker).
+
+    .venv/bin/python benchmarks/models.py [--minutes 5] [--only resnet18,unet_down] [--rounds 7] [--out DIR]
+
+Run it on an otherwise idle machine: it takes about (minutes + 2) per model.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ZOO = os.path.join(ROOT, "benchmarks", "model_zoo.py")
+sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+
+
+def tune(name: str, shape: str, minutes: float, out: str, db: str) -> tuple[dict, float]:
+    t = time.monotonic()
+    p = subprocess.run([sys.executable, "-m", "mlir_rl_tui", "tune", f"{ZOO}:{name}", "--input", shape, "--minutes",
+                        str(minutes), "-o", out, "--db", db, "--json"], capture_output=True, text=True)
+    took = time.monotonic() - t
+    if p.returncode != 0:
+        raise SystemExit(f"{name}: tune failed: {(p.stderr.strip().splitlines() or ['?'])[-1]}")
+    return json.loads(p.stdout), took
+
+
+def call_ms(fn, x, seconds: float = 0.3, stat=statistics.median) -> float:
+    """The median (`stat`) call of `fn(x)` over about `seconds`."""
+    fn(x)
+    times = []
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end or len(times) < 5:
+        t = time.perf_counter()
+        fn(x)
+        times.append(time.perf_counter() - t)
+    return stat(times) * 1e3
+
+
+def spread(xs: list[float]) -> str:
+    return f"{statistics.median(xs):.2f}x ({min(xs):.2f}-{max(xs):.2f})"
+
+
+def main() -> None:
+    import model_zoo
+
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--minutes", type=float, default=5.0)
+    ap.add_argument("--only", help="comma-separated model names (default: all of model_zoo.MODELS)")
+    ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--out", help="folder for the libraries and the tuning database (default: a temporary one)")
+    ap.add_argument("--json", help="write the rows to this file")
+    args = ap.parse_args()
+    import torch
+
+    import mlir_rl_tui.torch as mt
+
+    torch.set_num_threads(args.threads)
+    os.environ.setdefault("OMP_NUM_THREADS", str(args.threads))
+    out = args.out or tempfile.mkdtemp(prefix="mlir-rl-models-")
+    os.makedirs(out, exist_ok=True)
+    names = args.only.split(",") if args.only else list(model_zoo.MODELS)
+    rows = []
+    for name in names:
+        shape = model_zoo.MODELS[name]
+        db = os.path.join(out, f"{name}.tuning.sqlite")
+        if os.path.exists(db):
+            os.remove(db)
+        lib = os.path.join(out, f"{name}.so")
+        first, t1 = tune(name, shape, args.minutes, lib, db)
+        second, t2 = tune(name, shape, args.minutes, lib, db)
+        torch.manual_seed(0)
+        model = getattr(model_zoo, name)().eval()
+        tuned = mt.load(lib)
+        x = torch.randn(*(int(d) for d in shape.split("x")))
+        with torch.no_grad():
+            compiled = torch.compile(model)
+            want = model(x)
+            got_c = compiled(x)
+            got_t = tuned(x)
+        atol = 1e-4 * max(1.0, float(want.abs().max()))
+        torch.testing.assert_close(got_t, want, rtol=1e-3, atol=atol)
+        torch.testing.assert_close(got_c, want, rtol=1e-3, atol=atol)
+        variants = {"eager": model, "compile": compiled, "tuned": tuned}
+        times: dict[str, list[float]] = {k: [] for k in variants}
+        with torch.no_grad():
+            for r in range(args.rounds):
+                order = list(variants)[r % 3:] + list(variants)[:r % 3]
+                for k in order:
+                    times[k].append(call_ms(variants[k], x))
+            # the engine's figure is a fastest run per round: the library's call, the same way
+            fastest = [call_ms(tuned, x, stat=min) for _ in range(args.rounds)]
+        vs_eager = [e / t for e, t in zip(times["eager"], times["tuned"])]
+        vs_compile = [c / t for c, t in zip(times["compile"], times["tuned"])]
+        row = {
+            "model": name, "input": shape, "ops": first["ops"], "workloads": first["distinct_workloads"],
+            "eager_ms": statistics.median(times["eager"]), "compile_ms": statistics.median(times["compile"]),
+            "tuned_ms": statistics.median(times["tuned"]), "engine_ms": second["best_ms"],
+            "tuned_fastest_ms": statistics.median(fastest),
+            "vs_eager": vs_eager, "vs_compile": vs_compile, "tune_s": t1, "second_s": t2,
+            "second_searched": second["searched"], "measurements": first["measurements"],
+        }
+        rows.append(row)
+        print(f"{name}: eager {row['eager_ms']:.3f} ms, compile {row['compile_ms']:.3f} ms, tuned {row['tuned_ms']:.3f} "
+              f"ms (fastest {row['tuned_fastest_ms']:.3f}, the engine's {row['engine_ms']:.3f}); vs eager {spread(vs_eager)}, vs compile {spread(vs_compile)}; "
+              f"tune {t1:.0f} s, again {t2:.0f} s", flush=True)
+    print()
+    print("| model | input | ops (distinct workloads) | eager ms | torch.compile ms | tuned ms | vs eager | vs compile "
+          "| tune s | second tune s |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        print(f"| {r['model']} | {r['input']} | {r['ops']} ({r['workloads']}) | {r['eager_ms']:.3f} | "
+              f"{r['compile_ms']:.3f} | {r['tuned_ms']:.3f} | {spread(r['vs_eager'])} | {spread(r['vs_compile'])} | "
+              f"{r['tune_s']:.0f} | {r['second_s']:.0f} ({100 * r['second_s'] / r['tune_s']:.0f}%) |")
+    g = {k: math.exp(statistics.fmean(math.log(statistics.median(r[k])) for r in rows)) for k in ("vs_eager",
+                                                                                                    "vs_compile")}
+    print(f"\ngeomean: {g['vs_eager']:.2f}x eager, {g['vs_compile']:.2f}x torch.compile; lowest vs eager "
+          f"{min(statistics.median(r['vs_eager']) for r in rows):.2f}x")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(rows, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
