@@ -129,12 +129,20 @@ def test_a_tuned_model_runs_in_pytorch_like_the_original(tmp_path, cache_dir):
     with pytest.raises(ValueError, match="built for 1x16x16x16") as e:
         model(torch.randn(1, 16, 8, 8))
     assert "\n" not in str(e.value)
-    # the library's threads leave the caller's thread free to run on every core (PyTorch's threads inherit it)
-    probe = ("import os, torch, mlir_rl_tui.torch as mt; m = mt.load(%r); m(torch.randn(1, 16, 16, 16)); "
-             "print(len(os.sched_getaffinity(0)))" % str(lib))
+
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="pinning is only visible with two cores or more")
+def test_a_parallel_library_leaves_pytorchs_threads_on_every_core(tmp_path, cache_dir):
+    lib = tmp_path / "mm.so"
+    r = cli("build", "matmul", "--schedule", "op0: TP(32,32,0) T(8,32,1) V; op1: NT", "-o", str(lib), "--json")
+    assert r.returncode == 0 and json.loads(r.stdout)["runtime"] == "openmp", r.stderr
+    # the threads PyTorch starts inherit the calling thread's cores: a pinned caller would leave them one
+    probe = ("import os, torch, mlir_rl_tui.torch as mt; m = mt.load(%r); m(*[torch.randn(*s) for s in "
+             "m.input_shapes]); print(len(os.sched_getaffinity(0)))" % str(lib))
     env = {k: v for k, v in os.environ.items() if k != "KMP_AFFINITY"}
-    got_cores = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=120)
-    assert got_cores.stdout.strip() == str(len(os.sched_getaffinity(0))), got_cores.stderr
+    got = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=120)
+    assert got.stdout.strip() == str(len(os.sched_getaffinity(0))), got.stderr
 
 
 def test_tune_errors_are_one_line(tmp_path):
