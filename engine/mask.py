@@ -182,6 +182,11 @@ DECOMPOSABLE = frozenset(f"linalg.{n}" for n in (
     "conv_2d", "conv_2d_nhwc_hwcf", "conv_2d_nchw_fchw", "depthwise_conv_2d_nhwc_hwc", "pooling_nhwc_sum",
     "pooling_nchw_sum", "pooling_nhwc_max", "pooling_nhwc_max_unsigned", "pooling_nhwc_min",
     "pooling_nhwc_min_unsigned", "pooling_nchw_max"))
+#: 1-D convolutions and poolings MLIR's vectorizer takes as they are (the forms 2-D ones decompose into)
+ONE_D = frozenset(f"linalg.{n}" for n in (
+    "conv_1d_nwc_wcf", "conv_1d_ncw_fcw", "depthwise_conv_1d_nwc_wc", "depthwise_conv_1d_ncw_cw", "pooling_nwc_sum",
+    "pooling_ncw_sum", "pooling_nwc_max", "pooling_nwc_max_unsigned", "pooling_nwc_min", "pooling_nwc_min_unsigned",
+    "pooling_ncw_max"))
 
 
 def vectorize_choice(st: OpState, limits: Limits = DEFAULT_LIMITS) -> Choice:
@@ -200,6 +205,9 @@ def vectorize_choice(st: OpState, limits: Limits = DEFAULT_LIMITS) -> Choice:
         if st.extents[oh] != 1 or st.extents[kh] != 1:
             return Choice(False, f"2-D {op.op_type} vectorizes only after tiling loops {st.order.index(oh)} "
                                  f"(output height) and {st.order.index(kh)} (kernel height) to 1")
+    elif op.name in ONE_D:
+        if st.interchanged:
+            return Choice(False, "an interchanged convolution is a linalg.generic the vectorizer rejects")
     elif op.op_type == "conv_2d" or op.op_type == "pooling":
         return Choice(False, f"{op.name} cannot be decomposed to a 1-D op for vectorization")
     elif not _projected_permutations(op):

@@ -218,3 +218,27 @@ def test_a_tiled_padded_fill_really_costs_a_copy(engine):
         assert out.returncode == 0, out.stderr
         copies[fill_actions] = out.stdout.count("memref.copy")
     assert copies == {"NT": 0, "T(1,2,0,0) NT": 1}
+
+
+CONV_1D = """
+func.func @forward(%x: tensor<1x68x8xf32>, %w: tensor<5x8x16xf32>) -> tensor<1x64x16xf32> {
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<1x64x16xf32>
+  %o = linalg.fill ins(%z : f32) outs(%e : tensor<1x64x16xf32>) -> tensor<1x64x16xf32>
+  %c = linalg.conv_1d_nwc_wcf {dilations = dense<1> : vector<1xi64>, strides = dense<1> : vector<1xi64>}
+       ins(%x, %w : tensor<1x68x8xf32>, tensor<5x8x16xf32>) outs(%o : tensor<1x64x16xf32>) -> tensor<1x64x16xf32>
+  return %c : tensor<1x64x16xf32>
+}
+"""
+
+
+def test_a_1d_convolution_vectorizes_as_it_is_and_computes_the_right_answer(engine):
+    from mlir_rl_tui.engine import load, parse
+
+    prog = load(CONV_1D)
+    sess = Session(prog).apply(Action("T", (1, 8, 16, 1, 1)))
+    assert sess.mask().transformation["V"].allowed  # no height loops to tile to 1 first: it is 1-D
+    m = engine.validate(prog, parse("op0: T(1,8,16,1,1) V"))
+    assert m.status == "ok", m.error
+    interchanged = Session(prog).apply(Action("I", (1, 0, 2, 3, 4)))
+    assert "interchanged" in interchanged.mask().transformation["V"].reason  # a generic after interchange
