@@ -12,9 +12,11 @@
    V/NT) on one op, the same op schedule given to every op of the model with that workload, each
    candidate measured on the whole model (Engine.measure: checked, cached) and taken when it beats the
    current one beyond the noise, until a local optimum ("tuned") or the end of its time ("cut").
-   Workloads under `SMALL_SHARE` of the model's time keep their start ("small"). A profile of the final
-   schedule records every op's time, and every workload that ended is marked in the database: a later
-   run takes it as known (with `continue_cut`, the cut and small ones are searched again from their best).
+   Workloads under `SMALL_SHARE` of the model's time keep their start ("small"), and so do those the
+   deadline came before ("unreached"). A profile of the final schedule records every op's time, and every
+   workload is marked in the database with how it ended: a later run takes it as known, so running the
+   same command again takes seconds (with `continue_cut`, all but the tuned ones are searched again from
+   their best).
 4. The deadline, or `cancel`, stops the search between (or inside) measurements; the best schedule measured
    so far is the result. Nothing is lost to an interrupt: the records and tunings written so far stay.
 """
@@ -55,7 +57,8 @@ class Workload:
     start: str = ""  # where its first schedule came from: "tuned", "database" or "start"
     measurements: int = 0
     #: waiting, tuning, tuned (a local optimum), cut (the deadline came first), small (under SMALL_SHARE of the
-    #: model's time: kept its start), known (ended in an earlier run: not searched)
+    #: model's time: kept its start), unreached (the deadline came before it: kept its start), known (ended in
+    #: an earlier run: not searched)
     state: str = "waiting"
 
 
@@ -91,7 +94,7 @@ class Tuner:
                  cancel: threading.Event | None = None, continue_cut: bool = False) -> None:
         self.engine, self.program, self.db = engine, program, db
         self.seconds, self.seed = seconds, seed
-        #: search again the workloads an earlier run cut short or left as small (default: they are known)
+        #: search again the workloads an earlier run cut short, left as small or did not reach (default: known)
         self.continue_cut = continue_cut
         self.start_schedule = start or Schedule({})
         self.on_progress = on_progress
@@ -127,7 +130,7 @@ class Tuner:
 
     @property
     def done(self) -> int:
-        return sum(w.state in ("tuned", "known", "cut", "small") for w in self.workloads)
+        return sum(w.state in ("tuned", "known", "cut", "small", "unreached") for w in self.workloads)
 
     # ------------------------------------------------------------------------------------------
     def run(self) -> TuneResult:
@@ -180,6 +183,9 @@ class Tuner:
             for w in self.workloads:
                 if w.start == "tuned":
                     w.state = "known"
+                elif w.state == "waiting":  # the deadline came first: it keeps its start
+                    w.state = "unreached"
+                    ended.append(w)
             if not self.interrupted.is_set():
                 self._profile(ev.result.schedule, late=True)
             for w in ended:  # known to later runs (a cut one is searched again with `continue_cut`)

@@ -5,7 +5,8 @@ MetaSchedule keeps one), in `tuning.sqlite` beside the measurement cache.
   ms (its share of the model's per-op profile, engine.profile), the workload's label and description, the
   program it was timed in. The best known schedule of a workload is its fastest record.
 - `tuned`: workloads whose tuning ended (machine, workload) -> the schedule it kept, how many
-  measurements it took and how it ended (at a local optimum, cut by the deadline, or too small to search). `tune` starts every workload from its best record and skips the tuned ones: a
+  measurements it took and how it ended (at a local optimum, cut by the deadline, too small to search, or
+  not reached before the deadline). `tune` starts every workload from its best record and skips the tuned ones: a
   model whose workloads are all tuned is scheduled, checked and built without a search.
 
 It checks itself like the cache (engine.cache.Store): a file that is not this database is moved aside
@@ -78,7 +79,8 @@ class TuningDB(Store):
     def mark_tuned(self, machine: str, workload: str, schedule: str, ms: float, measurements: int,
                    label: str = "", state: str = "tuned") -> None:
         """The workload's tuning ended with `schedule` (later runs start from it and skip the search):
-        `state` "tuned" at a local optimum, "cut" by the deadline, "small" not searched (engine.tune)."""
+        `state` "tuned" at a local optimum, "cut" by the deadline, "small" or "unreached" not searched
+        (engine.tune)."""
         self._write("tuned", {"machine": machine, "workload": workload},
                     {"schedule": schedule, "ms": ms, "measurements": measurements, "label": label, "state": state})
 
@@ -201,7 +203,7 @@ def _record(machine: str, workload: str, schedule: str, text, digest) -> Record:
 def _tuned_entry(d: dict) -> dict:
     if not isinstance(d.get("schedule"), str) or not isinstance(d.get("measurements"), int):
         raise ValueError("bad tuning entry")
-    if d.get("state") not in ("tuned", "cut", "small"):
+    if d.get("state") not in ("tuned", "cut", "small", "unreached"):
         raise ValueError(f"bad tuning state {d.get('state')!r}")
     if not isinstance(d.get("ms"), int | float) or not math.isfinite(d["ms"]):
         raise ValueError("bad time")

@@ -138,8 +138,8 @@ def test_a_parallel_library_leaves_pytorchs_threads_on_every_core(tmp_path, cach
     r = cli("build", "matmul", "--schedule", "op0: TP(32,32,0) T(8,32,1) V; op1: NT", "-o", str(lib), "--json")
     assert r.returncode == 0 and json.loads(r.stdout)["runtime"] == "openmp", r.stderr
     # the threads PyTorch starts inherit the calling thread's cores: a pinned caller would leave them one
-    probe = ("import os, torch, mlir_rl_tui.torch as mt; m = mt.load(%r); m(*[torch.randn(*s) for s in "
-             "m.input_shapes]); print(len(os.sched_getaffinity(0)))" % str(lib))
+    probe = (f"import os, torch, mlir_rl_tui.torch as mt; m = mt.load({str(lib)!r}); "
+             "m(*[torch.randn(*s) for s in m.input_shapes]); print(len(os.sched_getaffinity(0)))")
     env = {k: v for k, v in os.environ.items() if k != "KMP_AFFINITY"}
     got = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=120)
     assert got.stdout.strip() == str(len(os.sched_getaffinity(0))), got.stderr

@@ -39,7 +39,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-policy", action="store_true", help="start the ops the database does not know untransformed")
     p.add_argument("--db", metavar="FILE", help="the tuning database (default: tuning.sqlite in the cache folder)")
     p.add_argument("--continue", dest="continue_cut", action="store_true",
-                   help="search again the workloads an earlier run cut short (the deadline) or left as too small")
+                   help="search again the workloads an earlier run cut short, did not reach, or left as too small "
+                        "(by default a workload an earlier run ended is not searched again)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", action="store_true", help="print the result as one JSON object")
 
@@ -158,9 +159,10 @@ def report(r, out: str, interrupted: bool) -> str:
              + (" (interrupted)" if interrupted else "")]
     if not r.searched:
         lines.append("every workload was tuned before (the tuning database): no search")
-    cut = sum(w.state == "cut" for w in r.workloads)
+    cut = sum(w.state in ("cut", "unreached") for w in r.workloads)
     if cut:
-        lines.append(f"{cut} workloads were cut short by the deadline: `--continue` searches them further")
+        lines.append(f"{cut} workloads were cut short or not reached before the deadline: they keep what they have "
+                     "in later runs; `--continue` searches them further")
     lines.append(f"{'workload':44} {'ops':>4} {'ms':>8} {'start':>9} {'tries':>6}  state")
     for w in sorted(r.workloads, key=lambda w: -w.ms):
         lines.append(f"{w.label[:44]:44} {len(w.ops):>4} {w.ms:>8.3f} {w.start:>9} {w.measurements:>6}  {w.state}")
