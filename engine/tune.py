@@ -1,8 +1,9 @@
 """Tuning a whole model within a wall-clock budget (`mlir-rl-tui tune`), with the tuning database.
 
-1. The start: each op takes the best known schedule of its workload on this machine kind (engine.tuning_db);
-   an op whose workload has no record keeps the schedule the caller starts from (the policy's one pass).
-   Both the composed schedule and the caller's are measured; the faster is the start.
+1. The start: each op takes the best known schedule of its workload on this machine kind (engine.tuning_db)
+   where it is legal for every op of the workload; the other ops take the schedule the caller starts from
+   (the policy's one pass, asked for only then). Both the composed schedule and the caller's are measured;
+   the faster is the start.
 2. When every workload ended in an earlier run, that is the answer: no search (a second `tune` of a model
    takes one cached measurement).
 3. Otherwise the per-op profile (engine.profile) says where the time goes; every op's time goes into the
@@ -89,14 +90,16 @@ class Tuner:
     """One tuning run; `on_progress(tuner)` is called after each measurement and stage change."""
 
     def __init__(self, engine: Engine, program: Program, db: TuningDB, seconds: float,
-                 start: Schedule | None = None, seed: int = 0,
+                 start: Schedule | Callable[[], Schedule | None] | None = None, seed: int = 0,
                  on_progress: Callable[[Tuner], None] | None = None,
                  cancel: threading.Event | None = None, continue_cut: bool = False) -> None:
         self.engine, self.program, self.db = engine, program, db
         self.seconds, self.seed = seconds, seed
         #: search again the workloads an earlier run cut short, left as small or did not reach (default: known)
         self.continue_cut = continue_cut
-        self.start_schedule = start or Schedule({})
+        #: the start for ops the database does not cover, or a function that makes it (called only then)
+        self.start_fn = start
+        self.start_schedule = Schedule({})
         self.on_progress = on_progress
         #: set by the caller (Ctrl-C): stop now; the deadline sets `cancel` only
         self.interrupted = cancel or threading.Event()
@@ -108,9 +111,7 @@ class Tuner:
         self.machine = engine.machine
         keys = wl.of_program(program)
         self.workloads: list[Workload] = []
-        for op in program.ops:
-            if op.name == "linalg.fill":
-                continue  # fills take the default completion (engine.search.base.tunable)
+        for op in program.ops:  # fills too: not searched, but their start's schedule is kept and recorded
             w = next((w for w in self.workloads if w.key == keys[op.id]), None)
             if w is None:
                 self.workloads.append(Workload(keys[op.id], wl.label(op), [op.id]))
@@ -156,10 +157,12 @@ class Tuner:
         composed = self._compose()
         self._say("the start")
         cands = [composed] + ([self.start_schedule] if to_text(self.start_schedule) != to_text(composed) else [])
+        started = True
         for s in cands:
             try:
                 ev.measure(s)
             except BudgetExhausted:
+                started = False
                 break
         self.start_m = ev.result.best
         current = ev.result.schedule
@@ -175,21 +178,21 @@ class Tuner:
             for w in sorted((w for w in self.workloads if w.start != "tuned"), key=lambda w: -w.ms):
                 if self.cancel.is_set():
                     break
-                if total and w.ms < SMALL_SHARE * total:
-                    w.state = "small"  # keeps its start
+                if self.program.op(w.ops[0]).name == "linalg.fill" or (total and w.ms < SMALL_SHARE * total):
+                    w.state = "small"  # keeps its start (a fill is not searched: engine.search.base.tunable)
                 else:
                     self._climb(w, rng)
                 ended.append(w)
             for w in self.workloads:
                 if w.start == "tuned":
                     w.state = "known"
-                elif w.state == "waiting":  # the deadline came first: it keeps its start
+                elif w.state == "waiting" and started:  # the deadline came first: it keeps its (measured) start
                     w.state = "unreached"
                     ended.append(w)
             if not self.interrupted.is_set():
                 self._profile(ev.result.schedule, late=True)
             for w in ended:  # known to later runs (a cut one is searched again with `continue_cut`)
-                self.db.mark_tuned(self.machine, w.key, wl.op_text(ev.result.schedule, w.ops[0]), w.ms,
+                self.db.mark_tuned(self.machine, w.key, self._shared_text(ev.result.schedule, w), w.ms,
                                    w.measurements, w.label, w.state)
         self._say("done")
         r = ev.result
@@ -209,20 +212,40 @@ class Tuner:
         except ScheduleError:
             return False
 
-    def _give(self, schedule: Schedule, w: Workload, text: str) -> Schedule | None:
-        """`schedule` with `text` for every op of `w` where it is legal (None: legal for none)."""
+    def _give(self, schedule: Schedule, w: Workload, text: str, every: bool = False) -> Schedule | None:
+        """`schedule` with `text` for every op of `w` where it is legal (None: legal for none, or with
+        `every`, not legal for all)."""
         out, given = schedule, 0
         for op_id in w.ops:
             cand = wl.with_ops(out, [op_id], text)
             if self._legal(cand):
                 out, given = cand, given + 1
-        return out if given else None
+        return out if given and (given == len(w.ops) or not every) else None
+
+    def _shared_text(self, schedule: Schedule, w: Workload) -> str:
+        """The op schedule of one of `w`'s ops that is legal for all of them (ops of one workload can hold
+        different ones: the policy sees their neighbours), else the first op's."""
+        texts = list(dict.fromkeys(wl.op_text(schedule, o) for o in w.ops))
+        for text in texts:
+            try:
+                if self._give(schedule, w, text, every=True) is not None:
+                    return text
+            except ScheduleError:
+                continue
+        return texts[0]
 
     def _compose(self) -> Schedule:
-        """The caller's start with each workload's tuned or best known op schedule where it is legal."""
-        sched = self.start_schedule
-        if not self._legal(sched):
-            sched = self.start_schedule = Schedule({})
+        """Each workload's tuned or best known op schedule, where it is legal for every op of the workload;
+        the ops it leaves take the caller's start (asked for only then: the policy's one pass)."""
+        sched = self._compose_on(Schedule({}))
+        if all(w.start == "tuned" for w in self.workloads):
+            self.start_schedule = Schedule({})
+            return sched
+        start = self.start_fn() if callable(self.start_fn) else self.start_fn
+        self.start_schedule = start if start is not None and self._legal(start) else Schedule({})
+        return self._compose_on(self.start_schedule)
+
+    def _compose_on(self, sched: Schedule) -> Schedule:
         for w in self.workloads:
             w.start = "start"
             tuned = self.db.tuned(self.machine, w.key)
@@ -233,7 +256,7 @@ class Tuner:
                 if text is None:
                     continue
                 try:
-                    got = self._give(sched, w, text)
+                    got = self._give(sched, w, text, every=True)
                 except ScheduleError:
                     got = None
                 if got is not None:
@@ -326,7 +349,8 @@ class Tuner:
         return converged
 
 
-def tune(engine: Engine, program: Program, db: TuningDB, seconds: float, start: Schedule | None = None,
+def tune(engine: Engine, program: Program, db: TuningDB, seconds: float,
+         start: Schedule | Callable[[], Schedule | None] | None = None,
          seed: int = 0, on_progress: Callable[[Tuner], None] | None = None,
          cancel: threading.Event | None = None, continue_cut: bool = False) -> TuneResult:
     """Tune `program` for at most `seconds` (see the module's docstring); the best schedule measured."""

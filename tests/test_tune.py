@@ -111,11 +111,15 @@ def test_a_tuned_model_runs_in_pytorch_like_the_original(tmp_path, cache_dir):
     import mlir_rl_tui.torch as mt
 
     lib = tmp_path / "block.so"
-    r = cli("tune", f"{MODELS}:BasicBlock", "--input", "1x16x16x16", "--minutes", "0.1", "-o", str(lib),
+    r = cli("tune", f"{MODELS}:BasicBlock", "--input", "1x16x16x16", "--minutes", "0.25", "-o", str(lib),
             "--db", str(tmp_path / "t.sqlite"), "--json")
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
     assert out["checked"] == "PyTorch" and out["best_ms"] <= out["baseline_ms"]
+    # 15 s for 5 workloads: the ones it did not reach keep their start, and the same command again searches nothing
+    again = json.loads(cli("tune", f"{MODELS}:BasicBlock", "--input", "1x16x16x16", "--minutes", "0.25", "-o",
+                           str(tmp_path / "again.so"), "--db", str(tmp_path / "t.sqlite"), "--json").stdout)
+    assert not again["searched"] and again["schedule"] == out["schedule"], (out["workloads"], again["workloads"])
     model = mt.load(str(lib))
     torch.manual_seed(0)
     orig = import_models.BasicBlock().eval()  # the weights the import drew (after torch.manual_seed(0))

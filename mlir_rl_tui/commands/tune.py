@@ -77,14 +77,13 @@ def run(args: argparse.Namespace) -> int:
         db = TuningDB(args.db)
         interrupted = threading.Event()
         with make_engine(args) as eng:
-            from mlir_rl_tui.engine import workload
 
-            keys = {k for op_id, k in workload.of_program(prog).items() if prog.op(op_id).name != "linalg.fill"}
-            ended = [db.tuned(eng.machine, k) for k in keys]
-            start = None
-            if not args.no_policy and not all(e and (e["state"] == "tuned" or not args.continue_cut) for e in ended):
+            def start():  # the policy's one pass, for the ops the database does not cover
+                if args.no_policy:
+                    return None
                 line.update("tune: the policy's one pass")
-                start = policy_start(args, prog, eng)
+                return policy_start(args, prog, eng)
+
             tuner = Tuner(eng, prog, db, args.minutes * 60, start, args.seed,
                           on_progress=lambda t: line.update(progress_text(t)), cancel=interrupted,
                           continue_cut=args.continue_cut)
