@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import math
 import os
 import tempfile
@@ -238,7 +239,7 @@ class Engine:
         parallel = bool(text) and uses_parallel(schedule) and self.openmp
         prev = None  # the cache's earlier figure: served, or paired with the new one (engine.drift)
         if self.cache is not None:
-            prev = self.cache.get(program.sha256, text, self.machine, parse=Measurement.from_record)
+            prev = self.cache.get(cache_key(program), text, self.machine, parse=Measurement.from_record)
             # checked: a corrupted record is reported, dropped and measured again; so is a wrong result (a bug
             # of the version that measured it, which a newer one may have fixed: it is rare, and measured anew)
             if use_cache and self.reuse and prev is not None and prev.status != "wrong-result":
@@ -286,7 +287,7 @@ class Engine:
         # is one cut short by a deadline
         if use_cache and self.cache is not None and not against_torch and not m.contended and not m.far \
                 and not m.unsteady and not m.cut_short and not (base is not None and base.cut_short):
-            self.cache.put(program.sha256, text, self.machine, m.to_record())
+            self.cache.put(cache_key(program), text, self.machine, m.to_record())
         return m
 
     def _place(self, program: Program, m: Measurement, parallel: bool,
@@ -635,6 +636,19 @@ class Engine:
                 m.speedup_ci = [m.speedup_ci[0], m.speedup_ci[1] * m.time_ci_ms[0] / lo]
             m.time_ci_ms = [lo, m.time_ci_ms[1]]
         return m
+
+
+def cache_key(program: Program) -> str:
+    """The program's part of a measurement's cache key: its sha256, and the PyTorch reference beside it
+    when it has one (a result checked against one reference is not served against another)."""
+    ref = torch_reference(program)
+    if ref is None:
+        return program.sha256
+    try:
+        with open(ref, "rb") as f:
+            return hashlib.sha256(program.sha256.encode() + f.read()).hexdigest()
+    except OSError:
+        return program.sha256
 
 
 def torch_reference(program: Program) -> str | None:
