@@ -22,6 +22,9 @@ import torch
 
 from mlir_rl_tui import runtime
 
+#: Set beside KMP_AFFINITY when `load` set it: engine.pool gives its workers their pinning back.
+UNPINNED = "MLIR_RL_TUI_UNPINNED"
+
 
 class TunedModule(torch.nn.Module):
     """The tuned code of one model at fixed input shapes (see the module's docstring)."""
@@ -72,5 +75,7 @@ def load(path: str) -> TunedModule:
     The library's OpenMP threads are not pinned here (`KMP_AFFINITY=disabled` unless set): pinning binds
     the calling thread too, and the threads PyTorch starts after that inherit its one core (measured: a
     1 ms `Conv1d` net ran in 168 ms eager after a tuned call with the threads pinned)."""
-    os.environ.setdefault("KMP_AFFINITY", "disabled")
+    if "KMP_AFFINITY" not in os.environ:
+        os.environ["KMP_AFFINITY"] = "disabled"
+        os.environ[UNPINNED] = "1"  # the engine's workers, started from this process later, still pin theirs
     return TunedModule(runtime.load(path)).eval()

@@ -56,6 +56,8 @@ class Worker:
         # one core, exactly 2x slower (reference/codegen-spike); the worker pins the main thread itself
         cores = len(os.sched_getaffinity(0))
         env.setdefault("OMP_NUM_THREADS", str(cores))
+        if env.pop("MLIR_RL_TUI_UNPINNED", None):  # set by mlir_rl_tui.torch.load for the caller's own threads
+            env.pop("KMP_AFFINITY", None)
         env.setdefault("KMP_AFFINITY", "granularity=fine,compact")
         env.setdefault("KMP_BLOCKTIME", "0")  # threads sleep at once, but while timing (worker._spinning)
         # No preexec_fn: it forces a full fork() of this (large) process while holding the GIL, which
