@@ -166,24 +166,22 @@ def load(path: str) -> Kernel:
     return Kernel(path)
 
 
-def verify(path: str, reference: str, rtol: float = 1e-3, atol_scale: float = 1e-4) -> str | None:
+def verify(path: str, reference: str) -> str | None:
     """Run the kernel on the seeded inputs PyTorch's output in `reference` (FILE.torch.npz, written by
-    `mlir-rl-tui import`) was computed on and compare (rtol, atol scaled by the output's largest value);
-    an error line, or None when they agree."""
+    `mlir-rl-tui import`) was computed on and compare them by the engine's own rule (engine.worker, the
+    tolerances of engine.config.MeasureConfig); an error line, or None when they agree."""
     from mlir_rl_tui.engine.compile import random_inputs
+    from mlir_rl_tui.engine.config import DEFAULT_MEASURE
     from mlir_rl_tui.engine.program import TensorSpec
+    from mlir_rl_tui.engine.worker import _compare
 
     kernel = load(path)
     with np.load(reference, allow_pickle=False) as z:
         ref, seed = z["output"], int(z["seed"])
     specs = [TensorSpec(tuple(s), d) for s, d in kernel.meta["args"]]
     out = kernel(*random_inputs(specs, seed))
-    if out.shape != ref.shape:
-        return f"PyTorch's result has shape {ref.shape}, the library's {out.shape}"
-    atol = atol_scale * max(1.0, float(np.abs(ref).max()))
-    if not np.allclose(out, ref, rtol=rtol, atol=atol):
-        return f"differs from PyTorch's result (max abs error {float(np.abs(out - ref).max()):.3g})"
-    return None
+    ok, why = _compare(out, ref, DEFAULT_MEASURE.rtol, DEFAULT_MEASURE.atol_scale)
+    return None if ok else f"against PyTorch's result: {why}"
 
 
 if __name__ == "__main__":  # python -m mlir_rl_tui.runtime verify LIB REF: what `tune` runs in a separate process
