@@ -246,7 +246,6 @@ def compile_module(text: str, script_text: str | None, parallel: bool, func: str
     """Parse, tag, transform, lower and JIT. Raises StageError('transform'|'compile', msg)."""
     from mlir import ir
     from mlir.execution_engine import ExecutionEngine
-    from mlir.passmanager import PassManager
 
     ctx = ir.Context()
     transformed_ir = None
@@ -261,10 +260,7 @@ def compile_module(text: str, script_text: str | None, parallel: bool, func: str
         if parallel and runtime is None:
             raise StageError("compile", "parallel schedule but no parallel runtime (pip install --no-deps intel-openmp)")
         with stages.time("lower"):
-            try:
-                PassManager.parse(pipeline(parallel, runtime[0] if runtime else "")).run(module.operation)
-            except Exception as e:  # noqa: BLE001
-                raise StageError("compile", _one_line(e)) from None
+            lower(module, parallel, runtime[0] if runtime else "")
         with stages.time("jit"):
             libs = [os.path.join(mlir_lib_dir(), "libmlir_c_runner_utils.so")]
             if runtime is not None:
@@ -280,6 +276,20 @@ def compile_module(text: str, script_text: str | None, parallel: bool, func: str
                 handler.detach()
     return compiled, transformed_ir
 
+
+
+def lower(module, parallel: bool, runtime: str) -> None:
+    """The transformed module to the LLVM dialect: f32 erf/exp/tanh as arith approximations
+    (engine.math_approx), then the pipeline. Raises StageError('compile', msg)."""
+    from mlir.passmanager import PassManager
+
+    from mlir_rl_tui.engine.math_approx import approximate
+
+    try:
+        approximate(module)
+        PassManager.parse(pipeline(parallel, runtime)).run(module.operation)
+    except Exception as e:  # noqa: BLE001
+        raise StageError("compile", _one_line(e)) from None
 
 
 def _parse_and_transform(text: str, script_text: str | None, stages: Stages, func: str | None = None,

@@ -7,6 +7,7 @@ answers one JSON line each on a private copy of stdout. A request is a JSON head
   {"mode": "replayable", "func": ..., "script": ..., "nbytes": n}   -> {"status": "ok", "text": ...}
   {"mode": "strip", "nbytes": n}                                    -> {"status": "ok", "text": ...}
   {"mode": "graph", "passes": [...], "nbytes": n}                  -> {"status": "ok", "text": ..., "counts": {...}}
+  {"mode": "extract", "func": ..., "groups": [[op ids]], "nbytes": n} -> {"status": "ok", "texts": [...]}
 A failure the input explains is {"status": "error", "error": <one line>, "candidates": [...] or null}.
 An input that aborts or segfaults the parser kills this process; the caller reports it and starts another.
 """
@@ -47,6 +48,10 @@ def handle(req: dict, text: str) -> dict:
         from mlir_rl_tui.engine.graph import graph_here
 
         return {"status": "ok", **graph_here(text, tuple(req.get("passes") or ()))}
+    if mode == "extract":
+        from mlir_rl_tui.engine.extract import extract_here
+
+        return {"status": "ok", "texts": extract_here(text, req["func"], req["groups"])}
     return {"status": "error", "error": f"unknown loader request {mode!r}"}
 
 

@@ -20,9 +20,9 @@ from mlir_rl_tui.engine.compile import (
     StageError,
     Stages,
     _parse_and_transform,
+    lower,
     mlir_lib_dir,
     parallel_runtime,
-    pipeline,
     random_inputs,
 )
 
@@ -77,7 +77,6 @@ def per_op(text: str, script_text: str | None, parallel: bool, func: str, arg_sp
     """[{"ops": [...], "ms": median, "share": fraction}] for each timed group of the program."""
     from mlir import ir
     from mlir.execution_engine import ExecutionEngine
-    from mlir.passmanager import PassManager
 
     stages = Stages()
     with ir.Context(), ir.Location.unknown():
@@ -88,10 +87,7 @@ def per_op(text: str, script_text: str | None, parallel: bool, func: str, arg_sp
             if op.operation.name == "func.func" and ir.StringAttr(op.attributes["sym_name"]).value == func:
                 op.attributes["llvm.emit_c_interface"] = ir.UnitAttr.get()
         runtime = parallel_runtime() if parallel else None
-        try:
-            PassManager.parse(pipeline(parallel, runtime[0] if runtime else "")).run(module.operation)
-        except Exception as e:  # noqa: BLE001
-            raise StageError("compile", str(e).splitlines()[0] if str(e) else type(e).__name__) from None
+        lower(module, parallel, runtime[0] if runtime else "")
         libs = [f"{mlir_lib_dir()}/libmlir_c_runner_utils.so"] + ([runtime[1]] if runtime else [])
         eng = ExecutionEngine(module, opt_level=3, shared_libs=libs)
         marks: list[tuple[int, int]] = []

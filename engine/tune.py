@@ -9,15 +9,20 @@
 3. Otherwise the per-op profile (engine.profile) says where the time goes; every op's time goes into the
    database. Workloads not yet tuned are taken in order of their share of the model's time, each given a
    share of the remaining wall-clock time like its share of the model's time (at least `MIN_SLICE_S`).
-   A workload is hill-climbed (engine.search.hill: one loop's tile size a step, the first tiling's kind,
-   V/NT) on one op, the same op schedule given to every op of the model with that workload, each
-   candidate measured on the whole model (Engine.measure: checked, cached) and taken when it beats the
-   current one beyond the noise, until a local optimum ("tuned") or the end of its time ("cut").
-   Workloads under `SMALL_SHARE` of the model's time keep their start ("small"), and so do those the
-   deadline came before ("unreached"). A profile of the final schedule records every op's time, and every
-   workload is marked in the database with how it ended: a later run takes it as known, so running the
-   same command again takes seconds (with `continue_cut`, all but the tuned ones are searched again from
-   their best).
+   A workload is tuned on its own program where it can be taken out (engine.extract: its op and the
+   producer tiled fusion would fuse, the rest of the model's tensors as arguments): its op schedule in the
+   model and hill climbing's starting points are measured there, then it is hill-climbed (engine.search.hill:
+   one loop's tile size a step, the first tiling's kind, V/NT) from the fastest, a candidate taken when it
+   beats the current one beyond the noise, until a local optimum ("tuned") or the end of its time ("cut").
+   A candidate compiles in a fraction of a second there, where a ResNet-18 takes 6 s. The best op schedule
+   is given to every op of the model with that workload; the composition is measured on the model at once
+   when that is cheap (under `CHEAP_MODEL_SHARE` of the budget), else once at the end (time for it is
+   kept), and undone if the model's best beats it beyond the noise. A workload that cannot be taken out is
+   hill-climbed on the whole model (each candidate measured there). Workloads under `SMALL_SHARE` of the
+   model's time keep their start ("small"), and so do those the deadline came before ("unreached"). A
+   profile of the final schedule records every op's time, and every workload is marked in the database with
+   how it ended: a later run takes it as known, so running the same command again takes seconds (with
+   `continue_cut`, all but the tuned ones are searched again from their best).
 4. The deadline, or `cancel`, stops the search between (or inside) measurements; the best schedule measured
    so far is the result. Nothing is lost to an interrupt: the records and tunings written so far stay.
 """
@@ -34,6 +39,7 @@ import numpy as np
 from mlir_rl_tui.engine import workload as wl
 from mlir_rl_tui.engine.engine import Engine, Measurement
 from mlir_rl_tui.engine.errors import EngineError, ScheduleError
+from mlir_rl_tui.engine.extract import extract
 from mlir_rl_tui.engine.mask import check_schedule
 from mlir_rl_tui.engine.program import Program
 from mlir_rl_tui.engine.schedule import Schedule, to_text
@@ -45,6 +51,9 @@ from mlir_rl_tui.engine.tuning_db import Record, TuningDB
 MIN_SLICE_S = 3.0
 #: Workloads under this share of the model's time (its per-op profile) keep their start: not worth a search.
 SMALL_SHARE = 0.005
+#: A model whose measurement takes less than this share of the budget has each workload's tuned op schedule
+#: measured on it at once; a larger one all of them together at the end.
+CHEAP_MODEL_SHARE = 0.02
 
 
 @dataclass
@@ -57,6 +66,7 @@ class Workload:
     ms: float = 0.0  # its ops' time in the model's latest profile (sum over its ops)
     start: str = ""  # where its first schedule came from: "tuned", "database" or "start"
     measurements: int = 0
+    alone: bool = False  # tuned on its own program (engine.extract), not on the whole model
     #: waiting, tuning, tuned (a local optimum), cut (the deadline came first), small (under SMALL_SHARE of the
     #: model's time: kept its start), unreached (the deadline came before it: kept its start), known (ended in
     #: an earlier run: not searched)
@@ -81,7 +91,8 @@ class TuneResult:
             "speedup": self.best.speedup, "schedule": to_text(self.schedule), "measurements": self.measurements,
             "seconds": round(self.seconds, 2), "searched": self.searched,
             "workloads": [{"key": w.key, "label": w.label, "ops": w.ops, "ms": w.ms, "start": w.start,
-                           "measurements": w.measurements, "state": w.state} for w in self.workloads],
+                           "measurements": w.measurements, "alone": w.alone, "state": w.state}
+                          for w in self.workloads],
             "distinct_workloads": len(self.workloads), "ops": sum(len(w.ops) for w in self.workloads),
         }
 
@@ -119,6 +130,12 @@ class Tuner:
                 w.ops.append(op.id)
         self.ev: Evaluator | None = None
         self.start_m: Measurement | None = None
+        #: the best schedule so far with every workload's tuned op schedule given (not yet measured when a
+        #: model measurement is expensive), and the fastest composition measured
+        self.composed = Schedule({})
+        self.chosen: tuple[Measurement, Schedule] | None = None
+        self.alone: dict[str, Program | str] = {}
+        self.model_s, self.reserve = 0.0, 0.0
 
     # -- what the progress view reads ------------------------------------------------------------
     @property
@@ -157,7 +174,7 @@ class Tuner:
         composed = self._compose()
         self._say("the start")
         cands = [composed] + ([self.start_schedule] if to_text(self.start_schedule) != to_text(composed) else [])
-        started = True
+        started, t_start = True, time.monotonic()
         for s in cands:
             try:
                 ev.measure(s)
@@ -165,7 +182,11 @@ class Tuner:
                 started = False
                 break
         self.start_m = ev.result.best
-        current = ev.result.schedule
+        self.composed = current = ev.result.schedule
+        # the model's measurement time (a compile and a timing): compositions are measured at once when it is
+        # cheap, else at the end, for which `reserve` is kept
+        self.model_s = (time.monotonic() - t_start) / max(1, len(cands))
+        self.reserve = 0.0 if self.model_s < CHEAP_MODEL_SHARE * self.seconds else 1.5 * self.model_s
         searched = not all(w.start == "tuned" for w in self.workloads)
         if not searched:
             for w in self.workloads:
@@ -173,10 +194,12 @@ class Tuner:
         else:
             self._profile(current)
             total = sum(w.ms for w in self.workloads)
+            todo = sorted((w for w in self.workloads if w.start != "tuned"), key=lambda w: -w.ms)
+            self._take_out([w for w in todo if self.program.op(w.ops[0]).name != "linalg.fill"])
             rng = np.random.default_rng(self.seed)
             ended: list[Workload] = []
-            for w in sorted((w for w in self.workloads if w.start != "tuned"), key=lambda w: -w.ms):
-                if self.cancel.is_set():
+            for w in todo:
+                if self.cancel.is_set() or time.monotonic() >= self.deadline - self.reserve:
                     break
                 if self.program.op(w.ops[0]).name == "linalg.fill" or (total and w.ms < SMALL_SHARE * total):
                     w.state = "small"  # keeps its start (a fill is not searched: engine.search.base.tunable)
@@ -189,15 +212,42 @@ class Tuner:
                 elif w.state == "waiting" and started:  # the deadline came first: it keeps its (measured) start
                     w.state = "unreached"
                     ended.append(w)
+            self._say("the tuned model")
+            try:
+                self._settle()
+            except BudgetExhausted:
+                pass
+        r = ev.result
+        best_m, best_s = r.best, r.schedule
+        if self.chosen is not None and self.chosen[0].time_ms < best_m.time_ms:
+            best_m, best_s = self.chosen
+        if searched:
             if not self.interrupted.is_set():
-                self._profile(ev.result.schedule, late=True)
+                self._profile(best_s, late=True)
             for w in ended:  # known to later runs (a cut one is searched again with `continue_cut`)
-                self.db.mark_tuned(self.machine, w.key, self._shared_text(ev.result.schedule, w), w.ms,
+                self.db.mark_tuned(self.machine, w.key, self._shared_text(best_s, w), w.ms,
                                    w.measurements, w.label, w.state)
         self._say("done")
-        r = ev.result
-        return TuneResult(base, self.start_m, r.best, r.schedule, self.workloads, r.candidates,
+        alone = sum(w.measurements for w in self.workloads if w.alone)
+        return TuneResult(base, self.start_m, best_m, best_s, self.workloads, r.candidates + alone,
                           self.elapsed, searched)
+
+    def _take_out(self, todo: list[Workload]) -> None:
+        """Each workload of `todo` as a program of its own (engine.extract): its first op and the producer
+        tiled fusion would fuse; `self.alone[key]` is that program, or why it cannot be."""
+        self._say("taking the workloads out")
+        groups = []
+        for w in todo:
+            op = self.program.op(w.ops[0])
+            groups.append([op.id] + ([op.fusion_producer] if op.fusion_producer else []))
+        try:
+            progs = extract(self.program, groups) if groups else []
+        except EngineError as e:
+            progs = [str(e)] * len(groups)
+        for w, prog in zip(todo, progs):
+            if isinstance(prog, Program) and w.key not in wl.of_program(prog).values():
+                prog = "its op has another workload on its own"
+            self.alone[w.key] = prog
 
     # ------------------------------------------------------------------------------------------
     def _say(self, stage: str) -> None:
@@ -289,64 +339,141 @@ class Tuner:
 
     def _slice(self, w: Workload) -> float:
         """Wall-clock seconds for `w`: the remaining time shared by the waiting workloads' time (`w` among them)."""
-        left = self.deadline - time.monotonic()
+        left = self.deadline - self.reserve - time.monotonic()
         waiting = [x for x in self.workloads if x.state == "waiting" or x is w]
         total = sum(x.ms for x in waiting) or 1.0
         share = (w.ms / total) if w.ms else 1.0 / max(1, len(waiting))
         return max(MIN_SLICE_S, left * share)
 
-    def _climb(self, w: Workload, rng: np.random.Generator) -> bool:
-        """Hill-climb `w`'s op schedule until a local optimum (True) or its time is up (False)."""
-        ev = self.ev
-        assert ev is not None
-        end = time.monotonic() + self._slice(w)
+    def _climb(self, w: Workload, rng: np.random.Generator) -> None:
+        """Tune `w` alone (its op and producer as a program of their own) where it can be taken out, else
+        on the whole model; its slice of the time at most, the reserve kept."""
+        end = min(time.monotonic() + self._slice(w), self.deadline - self.reserve)
         self.current, w.state = w, "tuning"
         self._say(f"tuning {w.label}")
-        rep = w.ops[0]
-        current = ev.result.schedule
+        alone = self.alone.get(w.key)
+        if isinstance(alone, Program):
+            w.alone = True
+            converged = self._climb_alone(w, alone, end, rng)
+        else:
+            converged = self._climb_model(w, end, rng)
+        w.state = "tuned" if converged else "cut"
+        self.current = None
+
+    def _climb_model(self, w: Workload, end: float, rng: np.random.Generator) -> bool:
+        ev = self.ev
+        assert ev is not None
+        base, before = self.composed, ev.result.best
+        try:
+            converged = self._hill(ev, w.ops[0], base, lambda text: self._give(base, w, text), end, w, rng)
+        except BudgetExhausted:
+            converged = False
+        if ev.result.best is not before:  # a faster model (its candidates hold the compositions not yet measured)
+            self.composed = ev.result.schedule
+        return converged
+
+    def _climb_alone(self, w: Workload, prog: Program, end: float, rng: np.random.Generator) -> bool:
+        """Hill-climb `w`'s op schedule on its own program (`self.alone`), then give the best to every op of
+        `w` in the model: measured there at once when a model measurement is cheap, else with the others
+        at the end (`_settle`)."""
+        keys = wl.of_program(prog)
+        rep = next(o for o, k in keys.items() if k == w.key)
+        op = prog.op(rep)
+        model_rep = self.program.op(w.ops[0])
+        base = Schedule({})
+        if op.fusion_producer and model_rep.fusion_producer:
+            base = wl.with_ops(base, [op.fusion_producer], wl.op_text(self.composed, model_rep.fusion_producer))
+        start_text = wl.op_text(self.composed, w.ops[0])
+
+        def give(text: str) -> Schedule | None:
+            cand = wl.with_ops(base, [rep], text)
+            try:
+                check_schedule(prog, cand, self.engine.limits, self.engine.openmp)
+            except ScheduleError:
+                return None
+            return cand
+
+        converged = False
+        try:
+            ev = Evaluator(self.engine, prog, 10**9, "tune", cancel=self.cancel)
+            # its schedule in the model, then hill climbing's starting points (engine.search.hill.starts): a
+            # measurement here is cheap, and the climb goes on from the fastest
+            texts = [start_text] + [wl.op_text(schedule_from(ev, p), rep) for p in starts(ev)]
+            for text in dict.fromkeys(texts):
+                cand = give(text)
+                if cand is not None:
+                    ev.measure(cand)
+                    w.measurements += 1
+            converged = self._hill(ev, rep, ev.result.schedule, give, end, w, rng)
+        except BudgetExhausted:
+            return False
+        except EngineError:  # its program does not run alone: on the whole model instead
+            w.alone = False
+            return self._climb_model(w, end, rng)
+        text = wl.op_text(ev.result.schedule, rep)
+        if ev.result.best.ok and ev.result.best.time_ms:
+            self.db.add(Record(self.machine, w.key, text, ev.result.best.time_ms, w.label,
+                               wl.describe(model_rep, self.program), prog.sha256))
+        if text != start_text:
+            composed = self._give(self.composed, w, text)
+            if composed is not None:
+                self.composed = composed
+                if self.model_s < CHEAP_MODEL_SHARE * self.seconds:
+                    self._settle()
+        return converged
+
+    def _settle(self) -> None:
+        """Measure the composed schedule on the model; a composition the current best beats beyond the
+        noise (or that fails) is undone."""
+        ev = self.ev
+        assert ev is not None
+        if to_text(self.composed) == to_text(ev.result.schedule):
+            return
+        t = time.monotonic()
+        m = ev.measure(self.composed)
+        self.model_s = time.monotonic() - t
+        if not m.ok or ev.result.best.beats(m):
+            self.composed = ev.result.schedule
+        elif m.time_ms < ev.result.best.time_ms:
+            self.chosen = (m, self.composed)
+
+    def _hill(self, ev: Evaluator, rep: str, current: Schedule, give: Callable[[str], Schedule | None],
+              end: float, w: Workload, rng: np.random.Generator) -> bool:
+        """Hill-climb op `rep` of `ev.program` from the recipe nearest its op schedule in `current`;
+        `give(text)` makes the candidate with op schedule `text` (None: not legal); a candidate is taken when
+        it beats the best measured beyond the noise. True at a local optimum; BudgetExhausted at the deadline."""
         value = ev.result.best
-        fallback = starts(ev)[0]
-        point = recipes_of(ev, current, fallback).get(rep)
+        point = recipes_of(ev, current, starts(ev)[0]).get(rep)
         if point is None:
-            w.state = "tuned"
             return True
         allowed = {rep: kinds(ev, rep)}
 
         def try_point(p) -> tuple[Measurement, Schedule] | None:
-            text = wl.op_text(schedule_from(ev, {rep: p}), rep)
-            cand = self._give(current, w, text)
+            cand = give(wl.op_text(schedule_from(ev, {rep: p}), rep))
             if cand is None:
                 return None
             before = ev.result.candidates
-            m = ev.measure(cand)  # BudgetExhausted at the deadline
+            m = ev.measure(cand)
             w.measurements += ev.result.candidates - before
             self._say(f"tuning {w.label}")
             return m, cand
 
-        converged = False
-        try:
-            got = try_point(point)  # the recipe nearest the current op schedule (it may be that schedule)
-            if got and got[0].ok and ev.better(got[0], value):
-                value, current = got
-            while time.monotonic() < end:
-                improved = False
-                cands = neighbours(ev, {rep: point}, allowed)
-                for i in rng.permutation(len(cands)):
-                    if time.monotonic() >= end:
-                        break
-                    got = try_point(cands[i][rep])
-                    if got and got[0].ok and ev.better(got[0], value):
-                        value, current, point, improved = got[0], got[1], cands[i][rep], True
-                        break
-                else:
-                    converged = not improved
-                if not improved:
+        got = try_point(point)  # the recipe nearest the current op schedule (it may be that schedule)
+        if got and got[0].ok and ev.better(got[0], value):
+            value = got[0]
+        while time.monotonic() < end:
+            improved = False
+            cands = neighbours(ev, {rep: point}, allowed)
+            for i in rng.permutation(len(cands)):
+                if time.monotonic() >= end:
+                    return False
+                got = try_point(cands[i][rep])
+                if got and got[0].ok and ev.better(got[0], value):
+                    value, point, improved = got[0], cands[i][rep], True
                     break
-        except BudgetExhausted:
-            pass
-        w.state = "tuned" if converged else "cut"
-        self.current = None
-        return converged
+            if not improved:
+                return True
+        return False
 
 
 def tune(engine: Engine, program: Program, db: TuningDB, seconds: float,

@@ -82,6 +82,7 @@ def test_tune_tunes_each_workload_once_and_a_second_run_needs_no_search(tmp_path
     by_ops = {tuple(w["ops"]): w for w in first["workloads"]}
     assert set(by_ops) == {("op0", "op1"), ("op2",)}
     assert all(w["state"] == "tuned" for w in first["workloads"]), first["workloads"]  # each reached its optimum
+    assert all(w["alone"] for w in first["workloads"])  # each on its own program (engine.extract)
     sched = first["schedule"]
     # the two ops of one workload were given one op schedule
     parts = dict(p.split(": ", 1) for p in sched.split("; ")) if sched else {}

@@ -164,7 +164,8 @@ def report(r, out: str, interrupted: bool) -> str:
                      "in later runs; `--continue` searches them further")
     lines.append(f"{'workload':44} {'ops':>4} {'ms':>8} {'start':>9} {'tries':>6}  state")
     for w in sorted(r.workloads, key=lambda w: -w.ms):
-        lines.append(f"{w.label[:44]:44} {len(w.ops):>4} {w.ms:>8.3f} {w.start:>9} {w.measurements:>6}  {w.state}")
+        lines.append(f"{w.label[:44]:44} {len(w.ops):>4} {w.ms:>8.3f} {w.start:>9} {w.measurements:>6}  {w.state}"
+                     + (" (alone)" if w.alone else ""))
     lines.append(f"schedule: {r.schedule or '(none)'}")
     lines.append(f"from PyTorch: import mlir_rl_tui.torch; model = mlir_rl_tui.torch.load({out!r})")
     return "\n".join(lines)
