@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 
 from mlir_rl_tui.engine.errors import warn
 
-ENGINE_VERSION = "9"  # bump when the pipeline or the measurement protocol changes
+ENGINE_VERSION = "8"  # bump when the pipeline or the measurement protocol changes
 SCHEMA = "2"  # bump when the tables change; a cache of another schema is moved aside
 CACHE_FILE = "measurements.sqlite"
 #: How long an operation waits for a cache another process holds locked before going on without it.

@@ -639,16 +639,22 @@ class Engine:
 
 
 def cache_key(program: Program) -> str:
-    """The program's part of a measurement's cache key: its sha256, and the PyTorch reference beside it
-    when it has one (a result checked against one reference is not served against another)."""
+    """The program's part of a measurement's cache key: its sha256, the version of engine.math_approx when it
+    holds an op that rewrites, and the PyTorch reference beside it when it has one (a result checked against
+    one reference is not served against another)."""
+    from mlir_rl_tui.engine.math_approx import VERSION, rewrites
+
+    key = program.sha256
+    if rewrites(program.text):  # lowered differently since engine.math_approx
+        key = hashlib.sha256(f"{key}|{VERSION}".encode()).hexdigest()
     ref = torch_reference(program)
     if ref is None:
-        return program.sha256
+        return key
     try:
         with open(ref, "rb") as f:
-            return hashlib.sha256(program.sha256.encode() + f.read()).hexdigest()
+            return hashlib.sha256(key.encode() + f.read()).hexdigest()
     except OSError:
-        return program.sha256
+        return key
 
 
 def torch_reference(program: Program) -> str | None:

@@ -17,6 +17,14 @@ its denormals); NaN stays NaN.
 from __future__ import annotations
 
 APPROXIMATED = ("math.erf", "math.exp", "math.tanh")
+#: Part of the cache key of a program these rewrites change (engine.engine.cache_key): its measurements from
+#: before them are not served (the rest of the cache, and the measurement files in data/, stay valid).
+VERSION = "math-approx-1"
+
+
+def rewrites(text: str) -> bool:
+    """Whether the program text holds an op `approximate` may rewrite."""
+    return any(name in text for name in APPROXIMATED)
 
 # Eigen's generic_fast_erf_float: erf(x) = x P(x^2) / Q(x^2) on [-4, 4], +-1 outside
 _ERF_CLAMP = 4.0

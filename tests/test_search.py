@@ -80,7 +80,9 @@ def test_a_second_identical_search_answers_from_the_cache(engine, matmul):
     first = search(engine, matmul, "greedy", 5, seed=3)
     second = search(engine, matmul, "greedy", 5, seed=3)
     assert second.evaluated == 0 and second.cache_hits >= 5
-    assert second.schedule == first.schedule and second.speedup == pytest.approx(first.speedup)
+    # the schedules' measurements come from the cache (the baseline may be measured again: one taken while
+    # the machine was busy is not cached)
+    assert second.schedule == first.schedule and second.best.time_ms == first.best.time_ms
 
 
 def test_free_cache_hits_let_a_warm_search_go_further(engine, matmul):
