@@ -41,7 +41,7 @@ from mlir_rl_tui.engine.engine import Engine, Measurement
 from mlir_rl_tui.engine.errors import EngineError, ScheduleError
 from mlir_rl_tui.engine.extract import extract
 from mlir_rl_tui.engine.mask import check_schedule
-from mlir_rl_tui.engine.program import Program
+from mlir_rl_tui.engine.program import COMPILE_S_PER_OP, Program
 from mlir_rl_tui.engine.schedule import Schedule, to_text
 from mlir_rl_tui.engine.search.base import BudgetExhausted, Evaluator
 from mlir_rl_tui.engine.search.hill import kinds, neighbours, recipes_of, schedule_from, starts
@@ -185,8 +185,10 @@ class Tuner:
         self.composed = current = ev.result.schedule
         # the model's measurement time (a compile and a timing): compositions are measured at once when it is
         # cheap, else at the end, for which `reserve` is kept
-        self.model_s = (time.monotonic() - t_start) / max(1, len(cands))
-        self.reserve = 0.0 if self.model_s < CHEAP_MODEL_SHARE * self.seconds else 1.5 * self.model_s
+        if all(m.cached for m in ev.memo.values()):  # no compile seen: the engine's estimate of one
+            self._model_took(3 * COMPILE_S_PER_OP * len(self.program.ops) + 1.0)
+        else:
+            self._model_took((time.monotonic() - t_start) / max(1, len(cands)))
         searched = not all(w.start == "tuned" for w in self.workloads)
         if not searched:
             for w in self.workloads:
@@ -418,9 +420,17 @@ class Tuner:
             composed = self._give(self.composed, w, text)
             if composed is not None:
                 self.composed = composed
-                if self.model_s < CHEAP_MODEL_SHARE * self.seconds:
-                    self._settle()
+                if not self.reserve:  # a model measurement is cheap: the composition is measured now
+                    try:
+                        self._settle()
+                    except BudgetExhausted:
+                        pass
         return converged
+
+    def _model_took(self, seconds: float) -> None:
+        """A model measurement's wall time: whether compositions are measured at once, and the reserve."""
+        self.model_s = seconds
+        self.reserve = 0.0 if seconds < CHEAP_MODEL_SHARE * self.seconds else 1.5 * seconds
 
     def _settle(self) -> None:
         """Measure the composed schedule on the model; a composition the current best beats beyond the
@@ -431,7 +441,8 @@ class Tuner:
             return
         t = time.monotonic()
         m = ev.measure(self.composed)
-        self.model_s = time.monotonic() - t
+        if not m.cached:
+            self._model_took(time.monotonic() - t)
         if not m.ok or ev.result.best.beats(m):
             self.composed = ev.result.schedule
         elif m.time_ms < ev.result.best.time_ms:
