@@ -14,6 +14,7 @@ front-end, a U-Net down block; batch 1):
    second `tune`'s: a fastest run per round of the kernel in its worker).
 
     .venv/bin/python benchmarks/models.py [--minutes 5] [--only resnet18,unet_down] [--rounds 7] [--out DIR]
+                                          [--zoo FILE]   (your own models, in model_zoo.py's form)
 
 Run it on an otherwise idle machine: it takes about (minutes + 2) per model.
 """
@@ -32,12 +33,11 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ZOO = os.path.join(ROOT, "benchmarks", "model_zoo.py")
-sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 
 
-def tune(name: str, shape: str, minutes: float, out: str, db: str) -> tuple[dict, float]:
+def tune(zoo: str, name: str, shape: str, minutes: float, out: str, db: str) -> tuple[dict, float]:
     t = time.monotonic()
-    p = subprocess.run([sys.executable, "-m", "mlir_rl_tui", "tune", f"{ZOO}:{name}", "--input", shape, "--minutes",
+    p = subprocess.run([sys.executable, "-m", "mlir_rl_tui", "tune", f"{zoo}:{name}", "--input", shape, "--minutes",
                         str(minutes), "-o", out, "--db", db, "--json"], capture_output=True, text=True)
     took = time.monotonic() - t
     if p.returncode != 0:
@@ -62,16 +62,22 @@ def spread(xs: list[float]) -> str:
 
 
 def main() -> None:
-    import model_zoo
+    import importlib.util
 
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--minutes", type=float, default=5.0)
+    ap.add_argument("--zoo", default=ZOO, help="a file of models like benchmarks/model_zoo.py: a function per model "
+                                               "and MODELS, each model's input shape (default: that file)")
     ap.add_argument("--only", help="comma-separated model names (default: all of model_zoo.MODELS)")
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--out", help="folder for the libraries and the tuning database (default: a temporary one)")
     ap.add_argument("--json", help="write the rows to this file")
     args = ap.parse_args()
+    zoo = os.path.abspath(args.zoo)
+    spec = importlib.util.spec_from_file_location("zoo", zoo)
+    model_zoo = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(model_zoo)
     import torch
 
     import mlir_rl_tui.torch as mt
@@ -88,8 +94,8 @@ def main() -> None:
         if os.path.exists(db):
             os.remove(db)
         lib = os.path.join(out, f"{name}.so")
-        first, t1 = tune(name, shape, args.minutes, lib, db)
-        second, t2 = tune(name, shape, args.minutes, lib, db)
+        first, t1 = tune(zoo, name, shape, args.minutes, lib, db)
+        second, t2 = tune(zoo, name, shape, args.minutes, lib, db)
         torch.manual_seed(0)
         model = getattr(model_zoo, name)().eval()
         tuned = mt.load(lib)
