@@ -41,7 +41,7 @@ def tune(zoo: str, name: str, shape: str, minutes: float, out: str, db: str) -> 
                         str(minutes), "-o", out, "--db", db, "--json"], capture_output=True, text=True)
     took = time.monotonic() - t
     if p.returncode != 0:
-        raise SystemExit(f"{name}: tune failed: {(p.stderr.strip().splitlines() or ['?'])[-1]}")
+        raise RuntimeError(f"{name}: tune failed: {(p.stderr.strip().splitlines() or ['?'])[-1]}")
     return json.loads(p.stdout), took
 
 
@@ -87,15 +87,20 @@ def main() -> None:
     out = args.out or tempfile.mkdtemp(prefix="mlir-rl-models-")
     os.makedirs(out, exist_ok=True)
     names = args.only.split(",") if args.only else list(model_zoo.MODELS)
-    rows = []
+    rows, failed = [], []
     for name in names:
         shape = model_zoo.MODELS[name]
         db = os.path.join(out, f"{name}.tuning.sqlite")
         if os.path.exists(db):
             os.remove(db)
         lib = os.path.join(out, f"{name}.so")
-        first, t1 = tune(zoo, name, shape, args.minutes, lib, db)
-        second, t2 = tune(zoo, name, shape, args.minutes, lib, db)
+        try:
+            first, t1 = tune(zoo, name, shape, args.minutes, lib, db)
+            second, t2 = tune(zoo, name, shape, args.minutes, lib, db)
+        except RuntimeError as e:  # reported, and the other models still run
+            print(e, flush=True)
+            failed.append(name)
+            continue
         torch.manual_seed(0)
         model = getattr(model_zoo, name)().eval()
         tuned = mt.load(lib)
@@ -139,6 +144,10 @@ def main() -> None:
         print(f"| {r['model']} | {r['input']} | {r['ops']} ({r['workloads']}) | {r['eager_ms']:.3f} | "
               f"{r['compile_ms']:.3f} | {r['tuned_ms']:.3f} | {spread(r['vs_eager'])} | {spread(r['vs_compile'])} | "
               f"{r['tune_s']:.0f} | {r['second_s']:.0f} ({100 * r['second_s'] / r['tune_s']:.0f}%) |")
+    if failed:
+        print(f"\nfailed: {', '.join(failed)}")
+    if not rows:
+        raise SystemExit(1)
     g = {k: math.exp(statistics.fmean(math.log(statistics.median(r[k])) for r in rows)) for k in ("vs_eager",
                                                                                                     "vs_compile")}
     print(f"\ngeomean: {g['vs_eager']:.2f}x eager, {g['vs_compile']:.2f}x torch.compile; lowest vs eager "
