@@ -299,6 +299,7 @@ def _parse_and_transform(text: str, script_text: str | None, stages: Stages, fun
     from mlir import ir
     from mlir.dialects.transform import interpreter
 
+    from mlir_rl_tui.engine.booleans import widen
     from mlir_rl_tui.engine.program import tag_ops
 
     with stages.time("parse"):
@@ -306,6 +307,7 @@ def _parse_and_transform(text: str, script_text: str | None, stages: Stages, fun
         tag_ops(module, func)
         if before is not None:
             before(module)
+        widen(module)  # i1 tensors as i8 (engine.booleans)
     if script_text:
         with stages.time("transform"):
             try:

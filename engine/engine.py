@@ -639,14 +639,15 @@ class Engine:
 
 
 def cache_key(program: Program) -> str:
-    """The program's part of a measurement's cache key: its sha256, the version of engine.math_approx when it
-    holds an op that rewrites, and the PyTorch reference beside it when it has one (a result checked against
-    one reference is not served against another)."""
-    from mlir_rl_tui.engine.math_approx import VERSION, rewrites
+    """The program's part of a measurement's cache key: its sha256, the versions of engine.math_approx and
+    engine.booleans when it holds what they rewrite, and the PyTorch reference beside it when it has one
+    (a result checked against one reference is not served against another)."""
+    from mlir_rl_tui.engine import booleans, math_approx
 
     key = program.sha256
-    if rewrites(program.text):  # lowered differently since engine.math_approx
-        key = hashlib.sha256(f"{key}|{VERSION}".encode()).hexdigest()
+    for rewrite in (math_approx, booleans):  # compiled differently since these rewrites
+        if rewrite.rewrites(program.text):
+            key = hashlib.sha256(f"{key}|{rewrite.VERSION}".encode()).hexdigest()
     ref = torch_reference(program)
     if ref is None:
         return key
