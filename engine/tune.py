@@ -401,7 +401,7 @@ class Tuner:
                 return None
             return cand
 
-        converged = False
+        converged, ev = False, None
         try:
             ev = Evaluator(self.engine, prog, 10**9, "tune", cancel=self.cancel)
             # its schedule in the model, then hill climbing's starting points (engine.search.hill.starts): a
@@ -413,8 +413,9 @@ class Tuner:
                     ev.measure(cand)
                     w.measurements += 1
             converged = self._hill(ev, rep, ev.result.schedule, give, end, w, rng)
-        except BudgetExhausted:
-            return False
+        except BudgetExhausted:  # stopped: what it found so far is still given to the model
+            if ev is None:
+                return False
         except EngineError:  # its program does not run alone: on the whole model instead
             w.alone = False
             return self._climb_model(w, end, rng)
