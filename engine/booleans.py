@@ -5,7 +5,9 @@ softmax": an i1 tensor saying which rows are all -inf, reduced with `andi` and r
 Bufferized as it is, that is a memref of i1, and lowering its stores aborts MLIR's LLVM conversion in
 these wheels (an assertion: stored integers must be at least 8 bits wide). Here each such tensor becomes
 an i8 tensor: its producer writes `extui(value)`, every linalg op reading it reads `trunci(byte)`; the
-ops' own computations stay in i1. Applied in engine.compile after parsing and tagging, before the
+ops' own computations stay in i1, except a reduction by `andi`/`ori`/`xori` into an i1 result (the safe
+softmax's "all -inf" row test), which is computed on the bytes themselves so that it stays a reduction
+the vectorizer recognizes (the same bits: those ops commute with widening 0/1). Applied in engine.compile after parsing and tagging, before the
 transform script, to every program (the script then tiles and vectorizes the i8 form).
 """
 
@@ -13,7 +15,7 @@ from __future__ import annotations
 
 #: Part of the cache key of a program this rewrite changes (engine.engine.cache_key): before it, such a
 #: program's measurement was a crash, which must not be served now.
-VERSION = "booleans-1"
+VERSION = "booleans-2"
 
 
 def rewrites(text: str) -> bool:
@@ -100,12 +102,51 @@ def _generic(op) -> int:
                 narrow = arith.trunci(i1, arg)
             arg.replace_all_uses_except(narrow, narrow.owner.operation)
     yield_op = block.operations[len(block.operations) - 1]
+    n_in = len(op.operands) - len(op.results)
     for k, r in enumerate(op.results):
         if not _is_i1_tensor(r.type):
             continue
         r.set_type(_as_i8(r.type))
-        with ir.InsertionPoint(yield_op), op.location:
-            wide = arith.extui(i8, yield_op.operands[k])
-        yield_op.operands[k] = wide
+        if not _bitwise_reduction(yield_op, k, args[n_in + k]):
+            with ir.InsertionPoint(yield_op), op.location:
+                wide = arith.extui(i8, yield_op.operands[k])
+            yield_op.operands[k] = wide
         made += 1
     return made
+
+
+_BITWISE = ("arith.andi", "arith.ori", "arith.xori")
+
+
+def _bitwise_reduction(yield_op, k: int, acc) -> bool:
+    """If result `k` yields `andi/ori/xori(x, trunci(acc))` (its accumulator `acc`, now i8, read as i1 above),
+    compute it as `op(extui(x), acc)` in i8 and yield that; whether it did."""
+    from mlir import ir
+    from mlir.dialects import arith
+
+    value = yield_op.operands[k]
+    combiner = _defining(value)
+    if combiner is None or combiner.name not in _BITWISE:
+        return False
+    a, b = combiner.operands[0], combiner.operands[1]
+    narrow = next((v for v in (a, b) if (d := _defining(v)) is not None and d.name == "arith.trunci"
+                   and d.operands[0] == acc), None)
+    if narrow is None or len(list(value.uses)) != 1:
+        return False
+    other = b if narrow == a else a
+    i8 = ir.IntegerType.get_signless(8)
+    with ir.InsertionPoint(combiner), combiner.location:
+        wide = arith.extui(i8, other)
+        new = ir.Operation.create(combiner.name, results=[i8], operands=[wide, acc])
+    yield_op.operands[k] = new.results[0]
+    combiner.erase()
+    narrow_op = _defining(narrow)
+    if not list(narrow.uses):  # a use of the accumulator besides the combiner: no reduction for the vectorizer
+        narrow_op.erase()
+    return True
+
+
+def _defining(value):
+    """The operation defining `value`, or None for a block argument."""
+    owner = value.owner
+    return getattr(owner, "operation", None)

@@ -15,7 +15,11 @@ before it tiles loops (torch.compile's freezing, IREE's global optimizations), a
    `memrefCopy`: 2.1 of the 3.3 ms of the pool stem block);
 4. `fuse`: elementwise chains become one op (MLIR's `linalg-fuse-elementwise-ops`; transposes and
    broadcasts are generalized first so they fuse too, which cancels the transposes of 1. between two
-   NHWC ops); not kept when the pass would turn a named contraction into a generic (`NAMED`).
+   NHWC ops); not kept when the pass would turn a named contraction into a generic (`NAMED`). MLIR's pass
+   fuses a producer only into its one consumer; a producer that only moves or casts its input (a
+   transpose, a broadcast, an `extf`, a reshape) is first copied once per consumer (`copy_cheap_producers`)
+   so that every consumer reads the input itself: a group norm after an NWC convolution then reads the
+   convolution's result in place instead of a transposed copy and its float64 copy.
 
 The text rewrites (1-3) are plain Python on torch-mlir's printed form and leave any op they do not
 recognize as it is; 3 parses the text with MLIR, so it runs in the loader process (`graph_here`), and
@@ -327,18 +331,113 @@ def graph_here(text: str, passes: tuple[str, ...] = PASSES) -> dict:
         module = ir.Module.parse(rw.text)
         before = _count_linalg(module)
         if "fuse" in passes:
-            fused = ir.Module.parse(rw.text)
-            script = ir.Module.parse(GENERALIZE)
-            interpreter.apply_named_sequence(fused.operation, script.body.operations[0], script.operation)
-            PassManager.parse("builtin.module(linalg-fuse-elementwise-ops,canonicalize,cse)").run(fused.operation)
-            lost = _count_linalg(module, NAMED) - _count_linalg(fused, NAMED)
-            if lost > 0:
-                counts["fuse_skipped"] = lost
+            ctx.allow_unregistered_dialects = True  # the fences below
+            for copy in (True, False):  # without the copies when they cost a named op
+                fused = ir.Module.parse(rw.text)
+                script = ir.Module.parse(GENERALIZE)
+                interpreter.apply_named_sequence(fused.operation, script.body.operations[0], script.operation)
+                copied = copy_cheap_producers(fused) if copy else 0
+                fences = fence_named(fused)
+                PassManager.parse("builtin.module(linalg-fuse-elementwise-ops)").run(fused.operation)
+                unfence(fences)
+                PassManager.parse("builtin.module(canonicalize,cse)").run(fused.operation)
+                lost = _count_linalg(module, NAMED) - _count_linalg(fused, NAMED)
+                if lost <= 0:
+                    module, counts["copied"] = fused, copied
+                    break
             else:
-                module = fused
+                counts["fuse_skipped"] = lost
         if "fuse" not in passes or "fuse_skipped" in counts:
             PassManager.parse("builtin.module(canonicalize,cse)").run(module.operation)
         return {"text": str(module), "counts": {**counts, "ops_before": before, "ops_after": _count_linalg(module)}}
+
+
+#: what a cheap producer's body may compute besides yielding (a conversion of its one input)
+_CASTS = ("arith.extf", "arith.truncf", "arith.sitofp", "arith.uitofp", "arith.fptosi", "arith.fptoui",
+          "arith.extsi", "arith.extui", "arith.trunci", "arith.bitcast")
+_RESHAPES = ("tensor.expand_shape", "tensor.collapse_shape")
+
+
+def _cheap(op) -> bool:
+    """A reshape, or a linalg.generic of parallel loops whose body yields its one input or a cast of it
+    (a copy, transpose, broadcast or conversion): recomputed in each consumer, it costs a read."""
+    if op.name in _RESHAPES:
+        return True
+    if op.name != "linalg.generic" or len(op.results) != 1 or len(op.operands) != 2:
+        return False
+    if any("parallel" not in str(it) for it in op.attributes["iterator_types"]):
+        return False
+    block = op.regions[0].blocks[0]
+    body, arg = list(block.operations), block.arguments[0]
+    if len(body) == 1:
+        return body[0].operands[0] == arg
+    return len(body) == 2 and body[0].name in _CASTS and body[0].operands[0] == arg \
+        and body[1].operands[0] == body[0].results[0]
+
+
+def copy_cheap_producers(module) -> int:
+    """Each linalg.generic or reshape consumer of a cheap producer (`_cheap`) with several consumers gets a
+    copy of it of its own, last producer first (so a reshape's copies make its producer's consumers);
+    `linalg-fuse-elementwise-ops` then fuses each copy into its consumer. Returns how many copies."""
+    from mlir import ir
+
+    made = 0
+    for func in module.body.operations:
+        if func.operation.name != "func.func":
+            continue
+        for op in reversed(list(func.regions[0].blocks[0].operations)):
+            op = op.operation
+            if not _cheap(op):
+                continue
+            uses = list(op.results[0].uses)
+            fusable = [u for u in uses if u.owner.name in ("linalg.generic", *_RESHAPES)]
+            if len(uses) < 2 or not fusable:
+                continue
+            for u in fusable[0 if len(fusable) < len(uses) else 1:]:  # the original stays with one consumer
+                copy = op.clone(ip=ir.InsertionPoint(op))
+                u.owner.operands[u.operand_number] = copy.results[0]
+                made += 1
+    return made
+
+
+FENCE = "mlir_rl_tui.fence"
+
+
+def fence_named(module) -> list:
+    """Each tensor operand and result of a named op in `NAMED` passed through an op MLIR does not know
+    (`FENCE`): `linalg-fuse-elementwise-ops` moves reshapes through the linalg ops next to them, which turns
+    a batch matmul beside a reshape into a generic contraction; the fence keeps it named. Returns the
+    fences for `unfence`."""
+    from mlir import ir
+
+    fences = []
+    named = []
+
+    def visit(op):
+        if op.name.startswith(NAMED):
+            named.append(op)
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit, ir.WalkOrder.PRE_ORDER)
+    for op in named:
+        for k, v in enumerate(op.operands):
+            if isinstance(v.type, ir.RankedTensorType):
+                with ir.InsertionPoint(op), op.location:
+                    fence = ir.Operation.create(FENCE, results=[v.type], operands=[v])
+                op.operands[k] = fence.results[0]
+                fences.append(fence)
+        for r in op.results:
+            with ir.InsertionPoint.after(op), op.location:
+                fence = ir.Operation.create(FENCE, results=[r.type], operands=[r])
+            r.replace_all_uses_except(fence.results[0], fence)
+            fences.append(fence)
+    return fences
+
+
+def unfence(fences: list) -> None:
+    for fence in fences:
+        fence.results[0].replace_all_uses_with(fence.operands[0])
+        fence.erase()
 
 
 #: Named ops the vectorizer has a dedicated path for: `fuse` is not kept when its reshape propagation would

@@ -125,7 +125,7 @@ def cli(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
 BLOCKS = ROOT / "tests" / "data" / "torch" / "blocks.py"
 
 
-@pytest.mark.parametrize("name,shape", [("ResNetBlock", "1x32x28x28"), ("MLP", "32x256")])
+@pytest.mark.parametrize("name,shape", [("ResNetBlock", "1x32x28x28"), ("MLP", "32x256"), ("Attention", "64x64")])
 def test_import_passes_keep_pytorchs_result_and_remove_work(name, shape, tmp_path, cache_dir):
     pytest.importorskip("torch_mlir")
     ops = {}
@@ -134,6 +134,8 @@ def test_import_passes_keep_pytorchs_result_and_remove_work(name, shape, tmp_pat
         r = cli("import", f"{BLOCKS}:{name}", "--input", shape, "-o", str(out), "--passes", passes, "--json")
         assert r.returncode == 0, r.stderr
         ops[passes] = json.loads(r.stdout)["ops"]
+        if passes == "all":  # fused, and the batch matmuls beside reshapes stayed named (engine.graph.fence_named)
+            assert "fuse_skipped" not in json.loads(r.stdout)["passes"]
         base = json.loads(cli("apply", str(out), "--schedule", "", "--json").stdout)
         assert base["status"] == "ok" and base["validated"], base  # compared with PyTorch's output
         text = out.read_text()
@@ -141,6 +143,8 @@ def test_import_passes_keep_pytorchs_result_and_remove_work(name, shape, tmp_pat
             assert not re.search(r"linalg\.transpose ins\(%cst", text)  # no weight transposed per call
             if name == "ResNetBlock":
                 assert "conv_2d_nhwc_hwcf" in text and "cf.assert" not in text and "tensor.pad" not in text
+            if name == "Attention":
+                assert text.count("linalg.batch_matmul") == 2
     assert ops["all"] < ops["none"]
 
 
@@ -156,8 +160,14 @@ def test_1d_convolutions_become_nwc_and_keep_pytorchs_result(tmp_path, cache_dir
     r = cli("import", f"{ROOT / 'tests' / 'data' / 'import_models.py'}:Conv1dBlock", "--input", "1x8x64", "-o",
             str(out), "--json")
     assert r.returncode == 0, r.stderr
-    assert json.loads(r.stdout)["passes"]["nhwc"] == 3
+    passes = json.loads(r.stdout)["passes"]
+    assert passes["nhwc"] == 3
     text = out.read_text()
+    # the group norm's statistics read the NWC convolution's result where it is: no transposed copy of it and
+    # no float64 copy of it (engine.graph.copy_cheap_producers), only the per-channel float64 sums
+    assert passes["copied"] >= 2
+    f64 = [int(np.prod([int(d) for d in m.split("x")])) for m in re.findall(r"-> tensor<([\dx]+)xf64>", text)]
+    assert f64 and max(f64) <= 16, f64
     # (torch-mlir lowers MaxPool1d as a 2-D pooling over a unit height)
     assert text.count("linalg.conv_1d_nwc_wcf") == 2 and "linalg.pooling_nhwc_max" in text
     assert "_ncw" not in text and "_nchw" not in text

@@ -20,13 +20,14 @@ class BasicBlock(nn.Module):
 
 
 class Conv1dBlock(nn.Module):
-    """1-D convolutions (one padded, one strided) and a 1-D max pooling: NCW in PyTorch."""
+    """1-D convolutions (one padded, one strided), a group norm and a 1-D max pooling: NCW in PyTorch."""
 
     def __init__(self, c=8):
         super().__init__()
         self.a = nn.Conv1d(c, 16, 5, padding=2)
+        self.norm = nn.GroupNorm(16, 16)
         self.b = nn.Conv1d(16, 16, 3, stride=2)
         self.pool = nn.MaxPool1d(2)
 
     def forward(self, x):
-        return self.pool(torch.relu(self.b(torch.relu(self.a(x)))))
+        return self.pool(torch.relu(self.b(torch.relu(self.norm(self.a(x))))))
