@@ -10,9 +10,10 @@ import pytest
 
 from mlir_rl_tui.engine.contention import FAR_FACTOR, SLACK_CORES, Watch, contended, far
 
-pytestmark = pytest.mark.alone  # timings whose figures are the point (tests/conftest.py)
+ALONE = pytest.mark.alone  # a test whose timings' figures are the point runs alone (tests/conftest.py)
 
 
+@ALONE
 def test_a_busy_process_shows_as_about_one_foreign_core_and_sleeping_as_none():
     quiet = Watch.start()
     time.sleep(0.3)
@@ -46,6 +47,7 @@ def test_a_timing_is_far_when_its_hand_off_is_well_over_the_fastest_seen():
     assert far(FAR_FACTOR * 1.01, 1.0) and not far(FAR_FACTOR * 0.99, 1.0)
 
 
+@ALONE
 def test_a_worker_whose_first_parallel_schedule_folds_away_keeps_both_cores(engine, cache_dir):
     """A TF of one tile is a parallel schedule whose forall folds away: the kernel has no parallel region,
     so the hand-off probe is the worker's first. OpenMP must not start while the timing thread is pinned to
@@ -87,6 +89,7 @@ def test_a_worker_whose_first_parallel_schedule_folds_away_keeps_both_cores(engi
     assert t_after < 1.5 * t_alone, ([m.time_ms for m in after], [m.time_ms for m in alone])
 
 
+@ALONE
 def test_a_timing_the_state_probe_calls_slow_throughout_is_flagged_widened_and_not_stored(engine, cache_dir, tmp_path):
     """Real MLIR: the state probe runs around the timing; told that this machine's steady probe is 3x faster
     than it can be, no round is steady, so the figure is flagged unsteady, its interval reaches down by the

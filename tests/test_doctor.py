@@ -10,7 +10,7 @@ import pytest
 
 from mlir_rl_tui.engine.doctor import state_of
 
-pytestmark = pytest.mark.alone  # timings whose figures are the point (tests/conftest.py)
+ALONE = pytest.mark.alone  # a test whose timings' figures are the point runs alone (tests/conftest.py)
 
 
 def test_the_state_is_the_worst_of_its_readings():
@@ -22,6 +22,7 @@ def test_the_state_is_the_worst_of_its_readings():
     assert state_of(1.02, 1.05, 0.0, 1.5) == "unstable"  # another process busy on a core
 
 
+@ALONE
 def test_doctor_json_from_the_command_line(cache_dir):
     r = subprocess.run([sys.executable, "-m", "mlir_rl_tui", "doctor", "--repeats", "2", "--json"],
                        capture_output=True, text=True, timeout=300)
