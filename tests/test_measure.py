@@ -13,7 +13,7 @@ from mlir_rl_tui.engine.cache import Cache
 from mlir_rl_tui.engine.engine import peaks_from_record
 from mlir_rl_tui.engine.schedule import Schedule
 
-ALONE = pytest.mark.alone  # a test whose timings' figures are the point runs alone (tests/conftest.py)
+pytestmark = pytest.mark.alone  # timings whose figures are the point (tests/conftest.py)
 
 
 @pytest.mark.parametrize("path", SAMPLE_FILES + TORCH_FILES, ids=lambda p: p.parent.name + "/" + p.stem)
@@ -116,7 +116,6 @@ def test_all_nt_schedule_is_the_baseline(engine, matmul):
     assert t.schedule == "op0: T(8,32,1) V; op1: NT" and u.cached and u.time_ms == t.time_ms
 
 
-@ALONE
 def test_kernels_are_timed_alone_on_the_machine(engine, matmul):
     """Timing takes the CPU lock exclusively (compiles hold it shared): while someone holds it shared,
     a serial and a TP schedule both wait before timing (one timed kernel at a time on the whole machine)."""
@@ -149,7 +148,6 @@ def test_kernels_are_timed_alone_on_the_machine(engine, matmul):
     assert set(done) == set(texts) and min(done.values()) >= released
 
 
-@ALONE
 def test_per_op_profile_covers_every_op_and_finds_the_matmul(engine):
     from conftest import SAMPLES
 
@@ -165,7 +163,6 @@ def test_per_op_profile_covers_every_op_and_finds_the_matmul(engine):
     assert top["ops"] == ["op2"] and top["share"] > 0.8  # the untransformed matmul dominates
 
 
-@ALONE
 def test_a_timing_beside_a_busy_process_is_repeated_flagged_and_not_cached(engine, matmul):
     """engine.contention: another process keeping a core busy (outside the engine's locks) makes a parallel
     kernel about 2x slower in every round; the worker sees the others' CPU time, times again, and reports
@@ -202,7 +199,6 @@ def _busy_process_is_seen(engine, matmul) -> None:
     assert serial.ok and not serial.contended and serial.handoff_us is None
 
 
-@ALONE
 def test_a_timing_while_the_cores_are_far_is_repeated_flagged_and_not_cached(engine, matmul):
     """engine.contention.far: a parallel timing whose hand-off probe took over FAR_FACTOR times the fastest
     the engine has seen is timed again after FAR_WAITS_S; still far, it is reported far and not stored.
@@ -233,7 +229,6 @@ def test_a_timing_while_the_cores_are_far_is_repeated_flagged_and_not_cached(eng
         assert engine.cache.get_machine(engine.machine, parse=peaks_from_record).handoff_us == waiting.near_handoff_us
 
 
-@ALONE
 def test_a_stale_near_reference_gives_way_after_far_timings_in_a_row(engine):
     """engine.contention.FAR_STALE: a reference no timing comes near any more (the VM moved to another host)
     would make every parallel timing wait and go uncached; after FAR_STALE far ones in a row the fastest of
@@ -256,7 +251,6 @@ def test_a_stale_near_reference_gives_way_after_far_timings_in_a_row(engine):
         engine._note_handoff(near, False)
 
 
-@ALONE
 def test_a_deadline_cuts_the_timing_short_and_the_figure_is_not_cached(engine, tmp_path):
     """A 640^3 matmul untransformed: about 0.25 s a run, a round each; a 1 s deadline leaves fewer rounds."""
     import time
