@@ -20,7 +20,8 @@ def cli(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
                           timeout=timeout)
 
 
-@pytest.mark.parametrize("name,shape", [("TransformerMLP", "32x64"), ("BasicBlock", "1x16x16x16")])
+# (a convolution block is imported and checked in test_graph.py and test_tune.py)
+@pytest.mark.parametrize("name,shape", [("TransformerMLP", "32x64")])
 def test_import_validates_against_pytorch_and_search_improves_it(name, shape, tmp_path, cache_dir):
     out = tmp_path / f"{name}.mlir"
     r = cli("import", f"{MODELS}:{name}", "--input", shape, "-o", str(out), "--json")
