@@ -108,6 +108,58 @@ def test_the_whole_rewrite_parses_and_fuses_on_real_mlir():
     assert res["counts"]["ops_after"] <= res["counts"]["ops_before"]
 
 
+SHARED = """#id = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d0)>
+module {
+  func.func @forward(%x: tensor<16x4xf32>) -> (tensor<4x16xf32>, tensor<4xf64>, tensor<4x16xf32>) {
+    %z = arith.constant 0.0 : f64
+    %e = tensor.empty() : tensor<4x16xf32>
+    %t = linalg.transpose ins(%x : tensor<16x4xf32>) outs(%e : tensor<4x16xf32>) permutation = [1, 0]
+    %e64 = tensor.empty() : tensor<4x16xf64>
+    %w = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+        ins(%t : tensor<4x16xf32>) outs(%e64 : tensor<4x16xf64>) {
+      ^bb0(%i: f32, %o: f64):
+        %c = arith.extf %i : f32 to f64
+        linalg.yield %c : f64
+    } -> tensor<4x16xf64>
+    %e1 = tensor.empty() : tensor<4xf64>
+    %f = linalg.fill ins(%z : f64) outs(%e1 : tensor<4xf64>) -> tensor<4xf64>
+    %s = linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]}
+        ins(%w : tensor<4x16xf64>) outs(%f : tensor<4xf64>) {
+      ^bb0(%i: f64, %o: f64):
+        %a = arith.addf %i, %o : f64
+        linalg.yield %a : f64
+    } -> tensor<4xf64>
+    %q = linalg.generic {indexing_maps = [#id, #row, #row], iterator_types = ["parallel", "reduction"]}
+        ins(%w, %s : tensor<4x16xf64>, tensor<4xf64>) outs(%f : tensor<4xf64>) {
+      ^bb0(%i: f64, %m: f64, %o: f64):
+        %d = arith.subf %i, %m : f64
+        %p = arith.mulf %d, %d : f64
+        %a = arith.addf %p, %o : f64
+        linalg.yield %a : f64
+    } -> tensor<4xf64>
+    %r = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+        ins(%t : tensor<4x16xf32>) outs(%e : tensor<4x16xf32>) {
+      ^bb0(%i: f32, %o: f32):
+        %a = arith.addf %i, %i : f32
+        linalg.yield %a : f32
+    } -> tensor<4x16xf32>
+    return %r, %q, %t : tensor<4x16xf32>, tensor<4xf64>, tensor<4x16xf32>
+  }
+}
+"""
+
+
+def test_a_producer_that_only_moves_or_casts_is_copied_into_each_consumer():
+    res = graph_passes(SHARED, ("fuse",))
+    text = res["text"]
+    # the transpose: into the extf's two reading reductions and the doubling; the extf: into both reductions
+    assert res["counts"]["copied"] >= 3
+    assert "-> tensor<4x16xf64>" not in text  # no float64 copy of the input is written
+    assert text.count("linalg.generic") == 4  # the two reductions, the doubling, the transpose returned as it is
+    assert re.search(r"ins\(%arg0 : tensor<16x4xf32>\) outs\(%\w+ : tensor<4xf64>\)", text)  # reads %x itself
+
+
 def test_a_broken_rewrite_input_is_one_error_line():
     from mlir_rl_tui.engine.errors import EngineError
 
