@@ -7,8 +7,9 @@ these wheels (an assertion: stored integers must be at least 8 bits wide). Here 
 an i8 tensor: its producer writes `extui(value)`, every linalg op reading it reads `trunci(byte)`; the
 ops' own computations stay in i1, except a reduction by `andi`/`ori`/`xori` into an i1 result (the safe
 softmax's "all -inf" row test), which is computed on the bytes themselves so that it stays a reduction
-the vectorizer recognizes (the same bits: those ops commute with widening 0/1). Applied in engine.compile after parsing and tagging, before the
-transform script, to every program (the script then tiles and vectorizes the i8 form).
+the vectorizer recognizes (the same bits: those ops commute with widening 0/1). Applied in engine.compile
+after parsing and tagging, before the transform script, to every program (the script then tiles and
+vectorizes the i8 form).
 """
 
 from __future__ import annotations

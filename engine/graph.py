@@ -19,7 +19,8 @@ before it tiles loops (torch.compile's freezing, IREE's global optimizations), a
    fuses a producer only into its one consumer; a producer that only moves or casts its input (a
    transpose, a broadcast, an `extf`, a reshape) is first copied once per consumer (`copy_cheap_producers`)
    so that every consumer reads the input itself: a group norm after an NWC convolution then reads the
-   convolution's result in place instead of a transposed copy and its float64 copy.
+   convolution's result in place instead of a transposed copy and its float64 copy. The pass also moves
+   reshapes through the linalg ops beside them; the named ops are fenced from it (`fence_named`).
 
 The text rewrites (1-3) are plain Python on torch-mlir's printed form and leave any op they do not
 recognize as it is; 3 parses the text with MLIR, so it runs in the loader process (`graph_here`), and
