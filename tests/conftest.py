@@ -2,8 +2,8 @@
 
 The suite runs on two processes (pytest-xdist, `-n 2` in pyproject.toml): the engine's locks keep every kernel
 timing alone against both processes' compiles, the processes share one measurement cache (SQLite, safe across
-processes), and a test marked `alone` (its figures are the point: contention, the state probe, the roofline)
-runs while the other process waits between its tests."""
+processes), and the tests marked `alone` (their figures are the point: contention, the state probe, the
+roofline) run first, one after the other, while the other process waits."""
 
 from __future__ import annotations
 
@@ -27,6 +27,8 @@ os.environ.setdefault("MLIR_RL_TUI_WAIT_FAR", "0")
 # ... and the other test process's CPU time would make every timing be taken again and go uncached (its own
 # tests turn the check on)
 os.environ.setdefault("MLIR_RL_TUI_CONTENTION", "0")
+# ... and a measurement stops at its least rounds (the interval it reports is wider)
+os.environ.setdefault("MLIR_RL_TUI_TIMING_BUDGET_S", "0")
 
 
 def _shared_root(tmp_path_factory) -> pathlib.Path:
@@ -35,30 +37,73 @@ def _shared_root(tmp_path_factory) -> pathlib.Path:
     return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
 
 
-@contextlib.contextmanager
-def _turn(root: pathlib.Path, alone: bool):
-    """Hold the test processes' locks: exclusive (nothing else runs) or shared (side by side). A gate lock
-    keeps the side-by-side tests from starving an `alone` one: it is taken before the shared lock."""
-    with open(root / "gate.lock", "a") as gate, open(root / "tests.lock", "a") as tests:
+class _Turn:
+    """This test process's hold on the locks the test processes share: none, side by side (shared) or alone
+    (exclusive). A gate lock keeps the side-by-side tests from starving an `alone` one: it is taken before the
+    shared lock and let go once that is held."""
+
+    def __init__(self) -> None:
+        self.alone: bool | None = None  # None: not held
+        self._files: tuple = ()
+
+    def take(self, root: pathlib.Path, alone: bool) -> None:
+        if self.alone is alone:
+            return
+        self.leave()
+        gate, tests = open(root / "gate.lock", "a"), open(root / "tests.lock", "a")
         fcntl.flock(gate, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
         fcntl.flock(tests, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
         if not alone:
             fcntl.flock(gate, fcntl.LOCK_UN)
+        self.alone, self._files = alone, (gate, tests)
+
+    def leave(self) -> None:
+        for f in reversed(self._files):
+            fcntl.flock(f, fcntl.LOCK_UN)
+            f.close()
+        self.alone, self._files = None, ()
+
+    @contextlib.contextmanager
+    def alone_now(self, root: pathlib.Path):
+        """Alone for the block, then back to the turn held before."""
+        before = self.alone
+        self.take(root, True)
         try:
             yield
         finally:
-            fcntl.flock(tests, fcntl.LOCK_UN)
-            fcntl.flock(gate, fcntl.LOCK_UN)
+            if before is not True:
+                self.leave()
+                if before is False:
+                    self.take(root, False)
 
 
-@pytest.fixture(autouse=True)
-def _alone_or_side_by_side(request, tmp_path_factory):
-    """A test marked `alone` runs while no other test does; the others run side by side."""
-    if not os.environ.get("PYTEST_XDIST_WORKER"):
-        yield
-        return
-    with _turn(_shared_root(tmp_path_factory), request.node.get_closest_marker("alone") is not None):
-        yield
+_TURN = _Turn()
+
+
+def _is_alone(item) -> bool:
+    return item is not None and item.get_closest_marker("alone") is not None
+
+
+def pytest_collection_modifyitems(items) -> None:
+    """The `alone` tests first, in one run: the first test process takes them (in order) and keeps its turn
+    from one to the next, so the other process waits once instead of once per test."""
+    items.sort(key=lambda item: not _is_alone(item))
+
+
+@pytest.hookimpl(hookwrapper=True, tryfirst=True)
+def pytest_runtest_setup(item):
+    """The turn is taken before any fixture is set up (a module's fixture measures too)..."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        _TURN.take(_shared_root(item.config._tmp_path_factory), _is_alone(item))
+    yield
+
+
+@pytest.hookimpl(hookwrapper=True, tryfirst=True)
+def pytest_runtest_teardown(item, nextitem):
+    """... and left after the fixtures are torn down, but for an `alone` test followed by another."""
+    yield
+    if not (_is_alone(item) and _is_alone(nextitem)):
+        _TURN.leave()
 
 
 def mlir_opt_path() -> str:
@@ -78,7 +123,8 @@ def cache_dir(tmp_path_factory) -> pathlib.Path:
     from mlir_rl_tui.engine import Engine
     from mlir_rl_tui.engine.cache import CACHE_FILE, Cache
 
-    with _turn(root, alone=True), Engine(cache=Cache(str(d / CACHE_FILE))) as eng:
+    alone = _TURN.alone_now(root) if os.environ.get("PYTEST_XDIST_WORKER") else contextlib.nullcontext()
+    with alone, Engine(cache=Cache(str(d / CACHE_FILE))) as eng:
         eng.peaks()
     return d
 

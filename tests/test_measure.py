@@ -13,7 +13,7 @@ from mlir_rl_tui.engine.cache import Cache
 from mlir_rl_tui.engine.engine import peaks_from_record
 from mlir_rl_tui.engine.schedule import Schedule
 
-pytestmark = pytest.mark.alone  # timings whose figures are the point (tests/conftest.py)
+ALONE = pytest.mark.alone  # a test whose timings' figures are the point runs alone (tests/conftest.py)
 
 
 @pytest.mark.parametrize("path", SAMPLE_FILES + TORCH_FILES, ids=lambda p: p.parent.name + "/" + p.stem)
@@ -163,6 +163,7 @@ def test_per_op_profile_covers_every_op_and_finds_the_matmul(engine):
     assert top["ops"] == ["op2"] and top["share"] > 0.8  # the untransformed matmul dominates
 
 
+@ALONE
 def test_a_timing_beside_a_busy_process_is_repeated_flagged_and_not_cached(engine, matmul):
     """engine.contention: another process keeping a core busy (outside the engine's locks) makes a parallel
     kernel about 2x slower in every round; the worker sees the others' CPU time, times again, and reports
@@ -199,6 +200,7 @@ def _busy_process_is_seen(engine, matmul) -> None:
     assert serial.ok and not serial.contended and serial.handoff_us is None
 
 
+@ALONE
 def test_a_timing_while_the_cores_are_far_is_repeated_flagged_and_not_cached(engine, matmul):
     """engine.contention.far: a parallel timing whose hand-off probe took over FAR_FACTOR times the fastest
     the engine has seen is timed again after FAR_WAITS_S; still far, it is reported far and not stored.
