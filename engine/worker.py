@@ -68,8 +68,10 @@ class _Baselines:
             self.data.popitem(last=False)
 
 
-def _flock(path: str | None, mode: int = fcntl.LOCK_EX):
-    """Hold an advisory lock on `path` (nothing when path is None) for the `with` block.
+def _flock(path: str | None, mode: int = fcntl.LOCK_EX, waiting: Callable[[], None] | None = None):
+    """Hold an advisory lock on `path` (nothing when path is None) for the `with` block; `waiting` is called
+    about once a second while it waits (the pool takes a worker without progress events for a hung one, and
+    another engine sharing the cache folder may time a slow kernel for longer than that).
 
     Two locks keep timings apart across the workers of every engine that shares a cache folder:
     - the timing lock (exclusive): one program is timed at a time (compile in parallel, time alone);
@@ -87,7 +89,7 @@ def _flock(path: str | None, mode: int = fcntl.LOCK_EX):
         def __enter__(self):
             self.f = open(path, "a") if path else None
             if self.f:
-                with open(path + ".turnstile", "a") as gate:
+                with open(path + ".turnstile", "a") as gate, _beating(waiting):
                     fcntl.flock(gate, fcntl.LOCK_EX)
                     try:
                         fcntl.flock(self.f, mode)
@@ -100,6 +102,28 @@ def _flock(path: str | None, mode: int = fcntl.LOCK_EX):
                 self.f.close()
 
     return _L()
+
+
+@contextmanager
+def _beating(beat: Callable[[], None] | None, every_s: float = 1.0):
+    """Call `beat` every `every_s` seconds from a helper thread while the block runs (blocked in a system
+    call, the caller cannot); the thread has stopped when the block ends."""
+    if beat is None:
+        yield
+        return
+    stop = threading.Event()
+
+    def loop() -> None:
+        while not stop.wait(every_s):
+            beat()
+
+    t = threading.Thread(target=loop, daemon=True, name="lock-wait")
+    t.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        t.join()
 
 
 class _Baseline:
@@ -400,12 +424,22 @@ def handle(req: dict, out, baselines: _Baselines, watchdog: Watchdog | None = No
     cpu = req.get("cpu_lock") if req.get("exclusive", True) or req["parallel"] else None
     near = req.get("near_handoff_us")  # the engine's fastest hand-off probe so far (engine.contention.far)
     steady_ms = req.get("steady_ms")  # the state probe's steady limit on this machine (engine.timing)
+    waited: list[bool] = []
+
+    def wait_beat() -> None:  # another engine's timing, shown as such (and not taken for a hung worker)
+        waited.append(True)
+        phase("wait")
+
     wait = 0.0
     for attempt in range(max(CONTENTION_RETRIES, len(FAR_WAITS_S), len(STATE_WAITS_S)) + 1):
         if attempt:  # timed again while other processes took a needed core, or the host kept the cores far
             phase("retry", attempt, 0)  # the pool counts its time-out from the last event
             time.sleep(wait)
-        with _flock(req.get("lock")), _flock(cpu), _pinned(), _spinning(compiled, req["parallel"]):
+        waited.clear()
+        with _flock(req.get("lock"), waiting=wait_beat), _flock(cpu, waiting=wait_beat), _pinned(), \
+                _spinning(compiled, req["parallel"]):
+            if waited:
+                phase("run", 0, 0)  # the time-out of a run again
             seen = Watch.start()
             handoff = _handoff_us(probe)
             timed = time_kernel(_timed_call(compiled, watch, unwatch), first * 1e3, cfg,

@@ -22,6 +22,7 @@ from typing import TextIO
 _PHASES = {"baseline": "compiling and running the baseline", "compile": "compiling",
            "transform": "transforming, compiling",
            "retry": "timing again: other processes used the cores it needs, or the host slowed them",
+           "wait": "waiting for the cores: another process that shares this cache is timing a kernel",
            "roofline": "measuring this machine's roofline (once: the FMA peak and the bandwidth this program needs)"}
 
 

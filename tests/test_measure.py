@@ -116,36 +116,43 @@ def test_all_nt_schedule_is_the_baseline(engine, matmul):
     assert t.schedule == "op0: T(8,32,1) V; op1: NT" and u.cached and u.time_ms == t.time_ms
 
 
-def test_kernels_are_timed_alone_on_the_machine(engine, matmul):
+def test_kernels_are_timed_alone_on_the_machine(engine, matmul, monkeypatch):
     """Timing takes the CPU lock exclusively (compiles hold it shared): while someone holds it shared,
-    a serial and a TP schedule both wait before timing (one timed kernel at a time on the whole machine)."""
+    a serial and a TP schedule both wait before timing (one timed kernel at a time on the whole machine).
+    A worker waiting longer than the pool's time-out of a run (here 4 x 10 x the 20 ms baseline + 5 s) says
+    so and is not taken for a hung one."""
     import fcntl
     import threading
     import time
 
     done: dict[str, float] = {}
+    phases: dict[str, list[str]] = {}
 
     def run(name: str, text: str) -> None:
-        m = engine.measure(matmul, parse(text), use_cache=False)
+        m = engine.measure(matmul, parse(text), use_cache=False,
+                           on_progress=lambda phase, i, n: phases.setdefault(name, []).append(phase))
         assert m.ok, m.error
         done[name] = time.monotonic()
 
     texts = {"serial": "op0: T(8,32,1) V"}
     if engine.openmp:
         texts["parallel"] = "op0: TP(64,64,0) T(8,32,1) V"
-    engine.baseline(matmul)  # the baseline's own measurement would wait too
+    base = engine.baseline(matmul)  # the baseline's own measurement would wait too
+    monkeypatch.setattr(engine, "config", replace(engine.config, timeout_floor_s=0.0))
+    held = 4 * engine.config.timeout_factor * base.time_ms / 1e3 + 5 + 1.5
     with open(engine._cpu_lockfile, "a") as f:
         fcntl.flock(f, fcntl.LOCK_SH)  # a "compile" elsewhere
         threads = [threading.Thread(target=run, args=(k, v)) for k, v in texts.items()]
         for t in threads:
             t.start()
-        time.sleep(4.0)
+        time.sleep(held)
         assert not done  # compiled and checked, but waiting for the whole machine to time
         released = time.monotonic()
         fcntl.flock(f, fcntl.LOCK_UN)
     for t in threads:
         t.join(120)
     assert set(done) == set(texts) and min(done.values()) >= released
+    assert all("wait" in p for p in phases.values()), phases
 
 
 def test_per_op_profile_covers_every_op_and_finds_the_matmul(engine):

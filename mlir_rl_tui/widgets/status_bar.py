@@ -93,6 +93,8 @@ class StatusBar(Horizontal):
             bar.update(total=n, progress=i)
         else:
             bar.update(total=None)
+        if phase == "wait":
+            phase = "waiting: another process is timing a kernel"
         self.set_status("measuring", f"{phase} {i}/{n}" if n else phase)
 
     def _render_numbers(self) -> None:
