@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import statistics
+from dataclasses import replace
 
 import pytest
 
@@ -72,7 +73,9 @@ def floor(promise: float) -> float:
 
 
 @pytest.mark.parametrize("name", lessons.shipped())
-def test_lesson_runs_end_to_end(engine, name):
+def test_lesson_runs_end_to_end(engine, name, monkeypatch):
+    # a lesson's gains are its point: measurements of the product's length, not the suite's least rounds
+    monkeypatch.setattr(engine, "config", replace(engine.config, budget_s=1.5))
     les = lessons.load(name)
     prog = load_file(les.program)
 
