@@ -9,6 +9,7 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Callable
 
 
 class CliError(Exception):
@@ -82,19 +83,23 @@ def check_measurable(prog, name: str, max_seconds: float | None = None) -> None:
                      else "; --max-seconds S sets a limit" if max_seconds is not None else ""))
 
 
-def positive_seconds(text: str) -> float:
-    """An argparse `type` for a time limit in seconds."""
-    try:
-        s = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if not s > 0:
-        raise argparse.ArgumentTypeError(f"{text} is not a positive number of seconds")
-    return s
+def positive(unit: str) -> Callable[[str], float]:
+    """An argparse `type` for a positive number of `unit` (seconds, minutes)."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number of {unit}") from None
+        if not value > 0:
+            raise argparse.ArgumentTypeError(f"{text} is not a positive number of {unit}")
+        return value
+
+    return parse
 
 
 def add_max_seconds(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--max-seconds", type=positive_seconds, default=0.0, metavar="S",
+    p.add_argument("--max-seconds", type=positive("seconds"), default=0.0, metavar="S",
                    help="answer within S seconds: the timing stops early (fewer rounds, a wider interval, not "
                         "cached), and a program still compiling or running then is stopped with a one-line error")
 

@@ -8,7 +8,7 @@ import os
 import threading
 import time
 
-from mlir_rl_tui.commands.common import CliError, emit, make_engine
+from mlir_rl_tui.commands.common import CliError, emit, make_engine, positive
 
 DESCRIPTION = """MODEL is a PyTorch module (FILE.py:NAME with --input for each input: imported like `mlir-rl-tui
 import`, which RUNS FILE.py: only files you trust) or a .mlir file. Each op starts from the best known schedule of
@@ -18,21 +18,11 @@ the search and keeps the best schedule so far. The library is checked against Py
 reported."""
 
 
-def positive_minutes(text: str) -> float:
-    try:
-        m = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of minutes") from None
-    if not m > 0:
-        raise argparse.ArgumentTypeError(f"{text} is not a positive number of minutes")
-    return m
-
-
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("model", metavar="MODEL", help="FILE.py:NAME (a PyTorch module) or a .mlir file")
     p.add_argument("--input", action="append", default=[], metavar="SHAPE[:DTYPE]",
                    help="(FILE.py:NAME) shape of each input, in order, e.g. 1x3x32x32")
-    p.add_argument("--minutes", type=positive_minutes, default=5.0, help="wall-clock budget (default 5)")
+    p.add_argument("--minutes", type=positive("minutes"), default=5.0, help="wall-clock budget (default 5)")
     p.add_argument("-o", "--output", required=True, help="the library to write (OUT.so, OUT.so.json beside it; "
                                                          "an imported model's program is OUT.mlir)")
     p.add_argument("--policy", help="policy checkpoint for the start (default: the shipped one)")
