@@ -424,10 +424,10 @@ def handle(req: dict, out, baselines: _Baselines, watchdog: Watchdog | None = No
     cpu = req.get("cpu_lock") if req.get("exclusive", True) or req["parallel"] else None
     near = req.get("near_handoff_us")  # the engine's fastest hand-off probe so far (engine.contention.far)
     steady_ms = req.get("steady_ms")  # the state probe's steady limit on this machine (engine.timing)
-    waited: list[bool] = []
+    waited = threading.Event()
 
     def wait_beat() -> None:  # another engine's timing, shown as such (and not taken for a hung worker)
-        waited.append(True)
+        waited.set()
         phase("wait")
 
     wait = 0.0
@@ -438,7 +438,7 @@ def handle(req: dict, out, baselines: _Baselines, watchdog: Watchdog | None = No
         waited.clear()
         with _flock(req.get("lock"), waiting=wait_beat), _flock(cpu, waiting=wait_beat), _pinned(), \
                 _spinning(compiled, req["parallel"]):
-            if waited:
+            if waited.is_set():
                 phase("run", 0, 0)  # the time-out of a run again
             seen = Watch.start()
             handoff = _handoff_us(probe)
