@@ -93,7 +93,7 @@ def test_fixed_schedule_compiles(engine, name, text):
 def test_nested_fusion_computes_the_right_result(engine):
     """A chain fused three deep, tiled and vectorized inside: run and checked against the baseline."""
     prog = _load("matmul_bias_relu.mlir")
-    m = engine.measure(prog, parse("op0: TF(64,64) T(1,64) V; op1: TF(32,16) V; op2: TF(8,4,0) T(4,4,2) V; op3: V"))
+    m = engine.validate(prog, parse("op0: TF(64,64) T(1,64) V; op1: TF(32,16) V; op2: TF(8,4,0) T(4,4,2) V; op3: V"))
     assert m.status == "ok" and m.validated, m.error
 
 
@@ -110,7 +110,7 @@ def test_fused_copies_are_tagged_and_fused_through_each_tile():
 
 
 def test_a_fusion_whose_sizes_cover_the_tile_computes_the_right_result(engine):
-    m = engine.measure(_load("layernorm_gelu.mlir"), parse("op5: TF(2,0) V; op6: TF(2,0) V; op10: TF(2,0) V"))
+    m = engine.validate(_load("layernorm_gelu.mlir"), parse("op5: TF(2,0) V; op6: TF(2,0) V; op10: TF(2,0) V"))
     assert m.status == "ok" and m.validated, m.error
 
 
@@ -166,7 +166,7 @@ def conv_nchw(tmp_path_factory):
 @pytest.mark.parametrize("text", WRONG_BEFORE)
 def test_covering_parallel_tiles_compute_the_right_result(engine, conv_nchw, text):
     check_schedule(conv_nchw, parse(text))  # the mask allows every step
-    m = engine.measure(conv_nchw, parse(text), use_cache=False)
+    m = engine.validate(conv_nchw, parse(text))
     assert m.status == "ok" and m.validated, m.error
 
 
@@ -223,7 +223,7 @@ def test_a_producer_fused_into_a_tile_does_not_write_into_the_tiles_shared_outpu
     path.write_text(MLP_SHARED_EMPTY)
     prog = load_file(str(path))
     check_schedule(prog, parse(text))
-    m = engine.measure(prog, parse(text), use_cache=False)
+    m = engine.validate(prog, parse(text))
     assert m.status == "ok" and m.validated, m.error
     assert transform_ir(MLP_SHARED_EMPTY, None, Stages(), "forward").count("tensor.empty()") == 3  # one for each of its 3 uses
 
