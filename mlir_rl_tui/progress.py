@@ -1,7 +1,8 @@
 """A progress line on stderr for anything that takes over a second: no silent 30 s.
 
 On a terminal the line is rewritten in place and cleared at the end; otherwise (a log, a pipe) it is a
-plain line, at most one every `every_s` seconds, so logs stay short. A ticker thread shows the line
+plain line, at most one every `every_s` seconds, and the same text again at most every `same_s` seconds
+(an hours-long run waiting on one program writes a line a minute, not twelve), so logs stay short. A ticker thread shows the line
 (and its elapsed time) even when nothing reports for a while, e.g. during one long baseline run.
 The one progress line of the command line: every command that takes time shows its work through it.
 
@@ -31,9 +32,10 @@ class ProgressLine:
 
     def __init__(self, stream: TextIO | None = None, after_s: float = 1.0, every_s: float = 5.0,
                  clock: Callable[[], float] = time.monotonic, tty: bool | None = None,
-                 tick_s: float | None = 0.5) -> None:
+                 tick_s: float | None = 0.5, same_s: float = 60.0) -> None:
         self.stream = stream or sys.stderr
         self.after_s, self.every_s, self.clock, self.tick_s = after_s, every_s, clock, tick_s
+        self.same_s = same_s
         try:
             self.tty = self.stream.isatty() if tty is None else tty
         except (AttributeError, ValueError):
@@ -42,6 +44,7 @@ class ProgressLine:
         self.shown = False
         self.text = ""
         self._last_at = -1e9
+        self._last_text = ""
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._ticker: threading.Thread | None = None
@@ -118,9 +121,9 @@ class ProgressLine:
             except (OSError, ValueError, AttributeError):
                 width = 79
             self._write("\r\033[K" + line[:width])
-        elif now - self._last_at >= self.every_s:
+        elif now - self._last_at >= (self.every_s if self.text != self._last_text else max(self.every_s, self.same_s)):
             self._write(line + "\n")
-            self._last_at = now
+            self._last_at, self._last_text = now, self.text
         else:
             return
         self.shown = True

@@ -41,6 +41,18 @@ def test_a_log_gets_a_line_every_few_seconds_not_every_update():
     assert out.getvalue().endswith("(11 s)\n")  # a log keeps its lines
 
 
+def test_a_log_repeats_an_unchanged_line_once_a_minute():
+    out, clock = io.StringIO(), Clock()
+    line = ProgressLine(out, clock=clock, tty=False, every_s=5.0, tick_s=None)
+    for _ in range(130):  # 130 s of the same text, then a new one
+        clock.t += 1
+        line.update("teacher: 3/416")
+    clock.t += 1
+    line.update("teacher: 4/416")
+    assert out.getvalue().splitlines() == ["teacher: 3/416 (1 s)", "teacher: 3/416 (61 s)",
+                                           "teacher: 3/416 (121 s)", "teacher: 4/416 (131 s)"]
+
+
 def test_a_terminal_line_is_rewritten_in_place_and_cleared():
     out, clock = io.StringIO(), Clock()
     line = ProgressLine(out, clock=clock, tty=True, tick_s=None)
