@@ -1,12 +1,14 @@
 """The evaluation protocol, in one place: the policy's one pass against hill climbing and PyTorch eager.
 
 Per program, one program at a time (nothing else competes for the cores):
-1. the policy schedules the program in one pass (no measurement during its decisions);
+1. the policy schedules the program in one pass (no measurement during its decisions); with several
+   policies (`evaluate --policy A.pt B.pt ...`: "policy", "policy_B", ...), each does;
 2. hill climbing searches with each of the budgets (hill@50, hill@100: the larger search replays the
    smaller one's candidates from the cache); its `found` figure is the fastest of those noisy measurements,
    which overstates its schedule (the winner's curse); `hill@B_measured` and `hill@B_replayed` count the
    candidates timed in this run and those answered without a timing (the cache's earlier rows, repeats);
-3. the final schedules are measured again, fresh, interleaved A B C A B C for `rounds` rounds, more while
+3. the final schedules (a schedule two of them share, once) are measured again, fresh, interleaved
+   A B C A B C for `rounds` rounds, more while
    one's runs are split by a slow spell (agent.remeasure; the row's "rounds"); each figure is the fastest
    run's speedup over the fastest baseline timed beside the runs (pooled over the sitting's runs, so the
    schedules compare as their times do; `agent.remeasure.figure`: noise only adds time), each round's
@@ -16,8 +18,10 @@ Per program, one program at a time (nothing else competes for the cores):
 Each row also has the fraction of the machine's roofline both schedules reach, and whether the policy's own
 schedule is below the baseline (failed or under 0.95x) and whether `optimize`'s fallback would keep the
 untransformed program instead (agent/fallback.py); the summary counts both and gives the policy's own
-geometric mean next to the one with the fallback. The policy infers on one
-torch thread: the cores are for the kernels being timed. `mlir-rl-tui evaluate` prints `evaluation(...)`.
+geometric mean next to the one with the fallback; each further policy's figures come with its ratio to the
+first's, program by program (measured in the same rounds: the comparison of two checkpoints that leaves the
+least to the machine's drift). The policy infers on one torch thread: the cores are for the kernels being
+timed. `mlir-rl-tui evaluate` prints `evaluation(...)`.
 
 An evaluation takes hours on a 2-core machine (27 programs, 150 searched candidates and three final schedules
 each: 2.5 hours on the Intel VM of 2026-11-28): `RowsFile` keeps each finished row (`evaluate --rows FILE`), so
@@ -117,21 +121,32 @@ class RowsFile:
         self._write(json.dumps(row), "a")
 
 
+def policy_keys(n: int) -> list[str]:
+    """The names of `n` policies in rows and summaries: "policy" (the first), then "policy_B", "policy_C", ..."""
+    return ["policy"] + [f"policy_{chr(ord('B') + i)}" for i in range(n - 1)]
+
+
+def _fallback_key(k: str) -> str:
+    """The row's key of whether `optimize`'s fallback fires for policy `k` ("fallback" for the first)."""
+    return "fallback" if k == "policy" else f"{k}_fallback"
+
+
 def hill_key(budget: int) -> str:
     """The name of hill climbing with `budget` measurements in rows and summaries: hill@50."""
     return f"hill@{budget}"
 
 
-def evaluate_program(eng: Engine, policy, path: str, budgets: list[int], seed: int = 0, rounds: int = 3,
+def evaluate_program(eng: Engine, policies: list, path: str, budgets: list[int], seed: int = 0, rounds: int = 3,
                      torch: bool = True) -> dict:
     """One row of the evaluation table (see the module docstring); no budgets: no search."""
     from mlir_rl_tui.agent.suggest import to_measure
     from mlir_rl_tui.engine.search import search
 
     prog = load_file(path)
-    sess = policy.schedule(Session(prog, openmp=eng.openmp))
-    schedules = {"policy": to_measure(sess.schedule)}
-    row: dict = {"program": path, "sha256": file_sha256(path), "policy_schedule": str(schedules["policy"])}
+    keys = policy_keys(len(policies))
+    schedules = {k: to_measure(pol.schedule(Session(prog, openmp=eng.openmp)).schedule)
+                 for k, pol in zip(keys, policies)}
+    row: dict = {"program": path, "sha256": file_sha256(path), **{f"{k}_schedule": str(schedules[k]) for k in keys}}
     for b in sorted(budgets):  # the smaller search first: the larger one meets its candidates in the cache
         r = search(eng, prog, "hill", b, seed=seed)
         k = hill_key(b)
@@ -151,10 +166,11 @@ def evaluate_program(eng: Engine, policy, path: str, budgets: list[int], seed: i
         row[f"{k}_peak"] = statistics.median(m.peak_fraction or 0 for m in ok) if ok else None
         row[f"{k}_spread"] = [min(x for x in xs if x), max(xs)] if any(xs) else None
         row[f"{k}_runs"] = [round(x, 4) for x in xs]  # round by round, aligned across the row's schedules
-    own = (row["policy_schedule"], row["policy_status"] == "ok", row["policy"])
-    row["policy_below_baseline"] = below_baseline(*own)
-    row["fallback"] = fallback_fires(*own)
-    row["policy_with_fallback"] = with_fallback(*own)
+    for k in keys:
+        own = (row[f"{k}_schedule"], row[f"{k}_status"] == "ok", row[k])
+        row[f"{k}_below_baseline"] = below_baseline(*own)
+        row[_fallback_key(k)] = fallback_fires(*own)
+        row[f"{k}_with_fallback"] = with_fallback(*own)
     row["contended"] = sum(m.contended for ms in runs.values() for m in ms)  # engine.contention, after retries
     row["far"] = sum(m.far for ms in runs.values() for m in ms)  # the host kept the cores far, after retries
     handoff = [m.handoff_us for ms in runs.values() for m in ms if m.handoff_us]
@@ -169,14 +185,26 @@ def evaluate_program(eng: Engine, policy, path: str, budgets: list[int], seed: i
     return row
 
 
-def summarize(rows: list[dict], budgets: list[int] = ()) -> dict:
+def summarize(rows: list[dict], budgets: list[int] = (), n_policies: int = 1) -> dict:
     """Geometric means over the programs. "policy" is the policy's own schedules (failures left out and
     counted in "policy_failed"), "policy_with_fallback" what `optimize` delivers, "hill@B" hill climbing with
     B measurements (its final schedule re-measured), "policy_over_hill@B" their ratio; "below_baseline" counts
     the programs whose own schedule failed or is under 0.95x, "fallbacks" those where `optimize` would keep the
-    untransformed program."""
+    untransformed program. A further policy K ("policy_B", ...) has the same figures under its name ("K",
+    "K_with_fallback", "K_over_hill@B", "K_failed", "K_below_baseline", "K_below_baseline_programs",
+    "K_fallbacks") and "K_over_policy": the geometric mean of its per-program ratios to the first policy (the
+    programs where both ran), with "K_over_policy_spread" (x/ one standard deviation of those ratios) and
+    "K_ahead", "K_behind": the programs where it is more than 5% faster or slower."""
     out = {"policy": gmean([r["policy"] for r in rows]),
            "policy_with_fallback": gmean([r.get("policy_with_fallback") for r in rows])}
+    for k in policy_keys(n_policies)[1:]:
+        out[k] = gmean([r.get(k) for r in rows])
+        out[f"{k}_with_fallback"] = gmean([r.get(f"{k}_with_fallback") for r in rows])
+        logs = [math.log(r[k] / r["policy"]) for r in rows if r.get(k) and r.get("policy")]
+        out[f"{k}_over_policy"] = math.exp(statistics.mean(logs)) if logs else None
+        out[f"{k}_over_policy_spread"] = math.exp(statistics.stdev(logs)) if len(logs) > 1 else None
+        out[f"{k}_ahead"] = sum(1 for x in logs if x > math.log(1.05))
+        out[f"{k}_behind"] = sum(1 for x in logs if x < -math.log(1.05))
     for b in sorted(budgets):
         k = hill_key(b)
         out[k] = gmean([r.get(k) for r in rows])
@@ -184,8 +212,9 @@ def summarize(rows: list[dict], budgets: list[int] = ()) -> dict:
         # the search's candidates timed in this run, and those answered without a timing (cache rows, repeats)
         out[f"{k}_measured"] = sum(r.get(f"{k}_measured", 0) for r in rows)
         out[f"{k}_replayed"] = sum(r.get(f"{k}_replayed", 0) for r in rows)
-        if out["policy"] and out[k]:
-            out[f"policy_over_{k}"] = out["policy"] / out[k]
+        for p in policy_keys(n_policies):
+            if out[p] and out[k]:
+                out[f"{p}_over_{k}"] = out[p] / out[k]
     if any(r.get("torch") for r in rows):
         out["torch"] = gmean([r.get("torch") for r in rows])
     out["programs"] = len(rows)
@@ -193,16 +222,22 @@ def summarize(rows: list[dict], budgets: list[int] = ()) -> dict:
     out["below_baseline"] = sum(1 for r in rows if r.get("policy_below_baseline"))
     out["below_baseline_programs"] = [os.path.basename(r["program"]) for r in rows if r.get("policy_below_baseline")]
     out["fallbacks"] = sum(1 for r in rows if r.get("fallback"))
+    for k in policy_keys(n_policies)[1:]:
+        out[f"{k}_failed"] = sum(1 for r in rows if r.get(f"{k}_status", "ok") != "ok")
+        below = [os.path.basename(r["program"]) for r in rows if r.get(f"{k}_below_baseline")]
+        out[f"{k}_below_baseline"], out[f"{k}_below_baseline_programs"] = len(below), below
+        out[f"{k}_fallbacks"] = sum(1 for r in rows if r.get(_fallback_key(k)))
     out["contended_measurements"] = sum(r.get("contended", 0) for r in rows)
     out["far_measurements"] = sum(r.get("far", 0) for r in rows)
     return out
 
 
-def evaluate(eng: Engine, policy, paths: list[str], budgets: list[int], seed: int = 0, rounds: int = 3,
+def evaluate(eng: Engine, policies: list, paths: list[str], budgets: list[int], seed: int = 0, rounds: int = 3,
              torch: bool = True, on_row: Callable[[int, int, dict], None] | None = None,
              rows_file: RowsFile | None = None) -> tuple[list[dict], dict]:
     """Every program in turn (never two at once: their timings would share the cores); with `rows_file`, the
-    programs it has a row for are not measured again and each new row is added to it as it finishes."""
+    programs it has a row for are not measured again and each new row is added to it as it finishes.
+    `policies`: one or more (agent.suggest.Policy), measured in the same rounds."""
     from mlir_rl_tui.agent.suggest import set_inference_threads
 
     set_inference_threads(1)
@@ -210,26 +245,35 @@ def evaluate(eng: Engine, policy, paths: list[str], budgets: list[int], seed: in
     for i, path in enumerate(paths):
         row = rows_file.get(path) if rows_file is not None else None
         if row is None:
-            row = evaluate_program(eng, policy, path, budgets, seed, rounds, torch)
+            row = evaluate_program(eng, policies, path, budgets, seed, rounds, torch)
             if rows_file is not None:
                 rows_file.add(row)
         rows.append(row)
         if on_row is not None:
             on_row(i + 1, len(paths), rows[-1])
-    return rows, summarize(rows, budgets)
+    return rows, summarize(rows, budgets, len(policies))
 
 
-def settings(policy, budgets: list[int], seed: int, rounds: int, torch: bool) -> dict:
+def _sha(policy) -> str | None:
+    return file_sha256(policy.path) if policy.path and os.path.exists(policy.path) else policy.path
+
+
+def settings(policies: list, budgets: list[int], seed: int, rounds: int, torch: bool) -> dict:
     """What an evaluation's rows depend on besides the programs (a RowsFile's header)."""
-    return {"policy_sha256": file_sha256(policy.path) if policy.path and os.path.exists(policy.path) else policy.path,
-            "hill_budgets": sorted(budgets), "seed": seed, "rounds": rounds, "torch": torch}
+    more = {"other_policies_sha256": [_sha(p) for p in policies[1:]]} if len(policies) > 1 else {}
+    return {"policy_sha256": _sha(policies[0]), **more, "hill_budgets": sorted(budgets), "seed": seed,
+            "rounds": rounds, "torch": torch}
 
 
-def evaluation(eng: Engine, policy, paths: list[str], budgets: list[int], seed: int = 0, rounds: int = 3,
+def evaluation(eng: Engine, policies: list, paths: list[str], budgets: list[int], seed: int = 0, rounds: int = 3,
                torch: bool = True, on_row: Callable[[int, int, dict], None] | None = None,
                rows_file: RowsFile | None = None) -> dict:
-    """`evaluate` with what it was run with: the rows, their geometric means, the settings and the machine."""
-    rows, summary = evaluate(eng, policy, paths, budgets, seed, rounds, torch, on_row, rows_file)
-    return {"programs": rows, "gmean": summary, "hill_budgets": sorted(budgets), "policy": policy.path,
-            "policy_ms": round(policy.ms_per_decision, 3), "threads": len(os.sched_getaffinity(0)),
+    """`evaluate` with what it was run with: the rows, their geometric means, the settings and the machine;
+    each further policy's checkpoint and decision time under its name ("policy_B", "policy_B_ms")."""
+    rows, summary = evaluate(eng, policies, paths, budgets, seed, rounds, torch, on_row, rows_file)
+    more = {}
+    for k, pol in list(zip(policy_keys(len(policies)), policies))[1:]:
+        more |= {k: pol.path, f"{k}_ms": round(pol.ms_per_decision, 3)}
+    return {"programs": rows, "gmean": summary, "hill_budgets": sorted(budgets), "policy": policies[0].path,
+            "policy_ms": round(policies[0].ms_per_decision, 3), **more, "threads": len(os.sched_getaffinity(0)),
             "rounds": rounds}

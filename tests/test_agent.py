@@ -295,6 +295,36 @@ def test_evaluate_measures_policy_and_search_alike(tmp_path, matmul, cache_dir, 
         assert g[f"{k}_measured"] == sum(r[f"{k}_measured"] for r in rows.values())
 
 
+def test_evaluate_measures_several_policies_in_the_same_rounds(tmp_path, cache_dir, capsys):
+    """`evaluate --policy A B C`: every policy's schedule in the same rounds (one that schedules like the first
+    shares its runs: ratio exactly 1), each compared with the first program by program; the table names them;
+    the rows file records them all, so a call with other policies is refused in one line."""
+    from mlir_rl_tui.commands import main
+
+    paths = _policies_ab(tmp_path)
+    rows, prog = str(tmp_path / "rows.jsonl"), tmp_path / "mm64.mlir"
+    prog.write_text((SAMPLES / "matmul.mlir").read_text().replace("256", "64"))  # C schedules it unlike A
+    args = ["evaluate", "--programs", str(prog), "--policy", paths["A"], paths["B"], paths["C"],
+            "--no-search", "--no-torch", "--rounds", "1", "--rows", rows]
+    assert main([*args, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    (row,), g = out["programs"], out["gmean"]
+    assert out["policy"] == paths["A"] and out["policy_B"] == paths["B"] and out["policy_C"] == paths["C"]
+    assert row["policy_schedule"] == row["policy_B_schedule"] and row["policy_B_runs"] == row["policy_runs"]
+    assert row["policy_C_schedule"] != row["policy_schedule"]  # its large random weights choose otherwise
+    assert row["policy"] > 0 and row["policy_C"] > 0 and len(row["policy_C_runs"]) == row["rounds"]
+    assert g["policy_B_over_policy"] == 1.0 and g["policy_C_over_policy"] == pytest.approx(row["policy_C"] / row["policy"])
+    for k in ("policy_B", "policy_C"):
+        assert row[f"{k}_below_baseline"] == (row[k] < 0.95) and g[f"{k}_failed"] == 0
+        assert g[f"{k}_below_baseline"] == int(row[f"{k}_below_baseline"]) and out[f"{k}_ms"] > 0
+    assert main(args) == 0  # the same call again: the row from the file, shown as a table
+    table = capsys.readouterr().out
+    assert "B / policy: 1.000 per program" in table and "C / policy:" in table and paths["C"] in table
+    assert main([*args[:4], paths["A"], paths["C"], *args[7:]]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "holds rows of another evaluation" in err and "\n" not in err
+
+
 def test_optimize_errors_are_one_line(tmp_path, capsys):
     from mlir_rl_tui.commands import main
 

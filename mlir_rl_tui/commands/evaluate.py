@@ -9,11 +9,16 @@ import sys
 
 from mlir_rl_tui.commands.common import CliError, add_json, emit, load_policy, make_engine
 
+#: Policies one evaluation measures side by side (each adds its schedules to every round).
+MAX_POLICIES = 8
+
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--programs", nargs="+", required=True, help="folder, dataset manifest or .mlir files")
     p.add_argument("--split", default="eval", help="split of a dataset manifest (default eval)")
-    p.add_argument("--policy", help="policy checkpoint (default: the shipped one)")
+    p.add_argument("--policy", nargs="+", metavar="CHECKPOINT",
+                   help="policy checkpoint (default: the shipped one); several (--policy A.pt B.pt): each one's "
+                        "schedules measured in the same rounds, B, C, ... compared with the first program by program")
     p.add_argument("--budget", type=int, nargs="+", default=[50],
                    help="hill-climbing measurements per program; several (--budget 50 100): one column each")
     p.add_argument("--seed", type=int, default=0)
@@ -39,10 +44,13 @@ def run(args: argparse.Namespace) -> int:
     from mlir_rl_tui.progress import ProgressLine
 
     paths = program_paths(args.programs, args.split)
-    pol = load_policy(args.policy)
+    given = args.policy or [None]
+    if len(given) > MAX_POLICIES:
+        raise CliError(f"--policy takes at most {MAX_POLICIES} checkpoints, not {len(given)}")
+    pols = [load_policy(path) for path in given]
     budgets = [] if args.no_search else args.budget
     try:
-        rows_file = RowsFile(args.rows, settings(pol, budgets, args.seed, args.rounds, not args.no_torch)) \
+        rows_file = RowsFile(args.rows, settings(pols, budgets, args.seed, args.rounds, not args.no_torch)) \
             if args.rows else None
     except RowsError as e:
         raise CliError(str(e)) from None
@@ -51,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
               file=sys.stderr)
     with ProgressLine() as line, make_engine(args) as eng:
         line.update(f"evaluate: 0/{len(paths)} programs")
-        out = evaluation(eng, pol, paths, budgets, args.seed, args.rounds,
+        out = evaluation(eng, pols, paths, budgets, args.seed, args.rounds,
                          not args.no_torch, lambda i, n, row: line.update(
                              f"evaluate: {i}/{n} programs (last {os.path.basename(row['program'])})"), rows_file)
     rows = out["programs"]
@@ -70,23 +78,27 @@ def _fmt(x) -> str:
 
 
 def _table(rows: list[dict], summary: dict, args) -> None:
-    from mlir_rl_tui.agent.evaluate import hill_key
+    from mlir_rl_tui.agent.evaluate import hill_key, policy_keys
 
     hills = [] if args.no_search else [hill_key(b) for b in sorted(args.budget)]
-    print(f"{'program':34} {'policy':>9}  {'+fallbk':>9} {'%peak':>5} "
+    others = policy_keys(len(args.policy or [None]))[1:]
+    print(f"{'program':34} {'policy':>9}  {'+fallbk':>9} {'%peak':>5} " + "".join(f"{_short(k):>9}  " for k in others)
           + "".join(f"{k:>9} {'%peak':>5} {'(found)':>9} " for k in hills) + f"{'torch':>9}  policy schedule")
 
     def pct(x) -> str:
         return f"{100 * x:4.0f}%" if x else "    -"
 
+    def own(r: dict, k: str) -> str:
+        shown = _fmt(r.get(k)) if r.get(k) or r.get(f"{k}_status", "ok") == "ok" else f"{r[f'{k}_status']:>9}"
+        return shown + ("<" if r.get(f"{k}_below_baseline") else " ")
+
     for r in rows:
-        own = _fmt(r["policy"]) if r["policy"] or r.get("policy_status", "ok") == "ok" else f"{r['policy_status']:>9}"
-        flag = "<" if r.get("policy_below_baseline") else " "
-        print(f"{os.path.basename(r['program'])[:34]:34} {own}{flag} {_fmt(r.get('policy_with_fallback'))} "
-              f"{pct(r.get('policy_peak'))} "
+        print(f"{os.path.basename(r['program'])[:34]:34} {own(r, 'policy')} {_fmt(r.get('policy_with_fallback'))} "
+              f"{pct(r.get('policy_peak'))} " + "".join(f"{own(r, k)} " for k in others)
               + "".join(f"{_fmt(r.get(k))} {pct(r.get(k + '_peak'))} {_fmt(r.get(k + '_found'))} " for k in hills)
               + f"{_fmt(r.get('torch'))}  {r['policy_schedule'] or '(untransformed)'}")
     print(f"{'geometric mean':34} {_fmt(summary['policy'])}  {_fmt(summary.get('policy_with_fallback'))} {'':5} "
+          + "".join(f"{_fmt(summary.get(k))}  " for k in others)
           + "".join(f"{_fmt(summary.get(k))} {'':5} {_fmt(summary.get(k + '_found'))} " for k in hills)
           + f"{_fmt(summary.get('torch'))}")
     print(f"speedups over the untransformed program; policy: its own schedule, +fallbk: what `optimize` delivers "
@@ -94,34 +106,53 @@ def _table(rows: list[dict], summary: dict, args) -> None:
           f"schedules measured again {args.rounds} times, interleaved (the fastest run); (found): the fastest of the search's "
           "N measurements; %peak: of the machine's roofline (FMA peak or bandwidth); <: below the baseline")
     print(_below_line(summary))
+    for k in others:
+        path = args.policy[ord(_short(k)) - ord("A")]
+        print(f"{_short(k)} ({path}): {_fmt(summary.get(k)).strip()}; " + _below_line(summary, k))
+        if summary.get(f"{k}_over_policy"):
+            spread = summary.get(f"{k}_over_policy_spread")
+            print(f"{_short(k)} / policy: {summary[f'{k}_over_policy']:.3f} per program"
+                  + (f" (x/ {spread:.3f})" if spread else "")
+                  + f", more than 5% faster on {summary[f'{k}_ahead']}, slower on {summary[f'{k}_behind']}")
     for k in hills:
-        if summary.get(f"policy_over_{k}"):
-            print(f"policy / {k}: {summary[f'policy_over_{k}']:.2f} ({k}'s candidates: "
-                  f"{summary.get(f'{k}_measured', 0)} timed now, {summary.get(f'{k}_replayed', 0)} from the cache or repeats)")
+        for p in ["policy", *others]:
+            if summary.get(f"{p}_over_{k}"):
+                print(f"{_short(p)} / {k}: {summary[f'{p}_over_{k}']:.2f}" + (
+                    f" ({k}'s candidates: {summary.get(f'{k}_measured', 0)} timed now, "
+                    f"{summary.get(f'{k}_replayed', 0)} from the cache or repeats)" if p == "policy" else ""))
 
 
-def _below_line(summary: dict) -> str:
-    """The programs where the policy's own schedule failed or is under 0.95x, and the fallback count."""
+def _short(k: str) -> str:
+    """A further policy's column: "policy_B" -> "B"."""
+    return k.removeprefix("policy_")
+
+
+def _below_line(summary: dict, k: str = "policy") -> str:
+    """The programs where policy `k`'s own schedule failed or is under 0.95x, and the fallback count."""
     from mlir_rl_tui.agent.fallback import BELOW_BASELINE
 
-    names = summary.get("below_baseline_programs") or []
-    failed = f", {summary['policy_failed']} failed" if summary.get("policy_failed") else ""
-    return (f"policy's own schedule below {BELOW_BASELINE}x of the baseline (or failed): {summary['below_baseline']} "
+    first = k == "policy"
+    below, failed_key = ("below_baseline", "policy_failed") if first else (f"{k}_below_baseline", f"{k}_failed")
+    names = summary.get(f"{below}_programs") or []
+    failed = f", {summary[failed_key]} failed" if summary.get(failed_key) else ""
+    return (("policy's own schedule" if first else "its own schedule")
+            + f" below {BELOW_BASELINE}x of the baseline (or failed): {summary[below]} "
             f"of {summary['programs']} programs{failed}" + (f" ({', '.join(names)})" if names else "")
-            + f"; optimize's fallback fires on {summary['fallbacks']}")
+            + f"; optimize's fallback fires on {summary['fallbacks' if first else f'{k}_fallbacks']}")
 
 
 def _plot(rows: list[dict], png: str | None) -> None:
     import plotext as plt
 
     names = [os.path.splitext(os.path.basename(r["program"]))[0][:16] for r in rows]
-    keys = ["policy", *sorted((k for k in rows[0] if k.startswith("hill@") and "_" not in k),
-                              key=lambda k: int(k[5:])), "torch"] if rows else []
+    policies = ["policy", *(k for k in rows[0] if k.startswith("policy_") and k[7:].isupper())] if rows else []
+    keys = [*policies, *sorted((k for k in rows[0] if k.startswith("hill@") and "_" not in k),
+                               key=lambda k: int(k[5:])), "torch"] if rows else []
     series = [(k, [r.get(k) or 0.0 for r in rows]) for k in keys if any(r.get(k) for r in rows)]
     plt.clear_figure()
     if not sys.stdout.isatty():
         plt.theme("clear")  # no colour codes in files and pipes
-    plt.multiple_bar(names, [s for _, s in series], labels=[k for k, _ in series])
+    plt.multiple_bar(names, [s for _, s in series], labels=[_short(k) for k, _ in series])
     plt.title("speedup over the untransformed baseline")
     if png:
         plt.plotsize(120, 30)
@@ -145,7 +176,7 @@ def _png(names, series, path: str) -> None:
     fig, ax = mp.subplots(figsize=(max(6, len(names) * 0.8), 4))
     w = 0.8 / max(len(series), 1)
     for i, (k, s) in enumerate(series):
-        ax.bar(np.arange(len(names)) + i * w, s, w, label=k)
+        ax.bar(np.arange(len(names)) + i * w, s, w, label=_short(k))
     ax.set_xticks(np.arange(len(names)) + 0.4 - w / 2, names, rotation=45, ha="right")
     ax.set_yscale("log")
     ax.set_ylabel("speedup")
