@@ -61,8 +61,7 @@ class RowsFile:
     measured with, then one finished row per line, appended and flushed as it finishes. Opening a file written
     with other settings (policy, budgets, seed, rounds, PyTorch) is a RowsError, not a mix; a row is reused only
     for a program file with the same content (its sha256) and path; an incomplete last line (the writer was
-    killed mid-write) is dropped. Another command's rows (benchmarks/policy_ab.py --rows) use a subclass with
-    its own FORMAT and COMMAND."""
+    killed mid-write) is dropped."""
 
     FORMAT = "mlir-rl-tui evaluate rows 1"
     #: The command and option that write such files, in messages.
@@ -137,8 +136,10 @@ def hill_key(budget: int) -> str:
 
 
 def evaluate_program(eng: Engine, policies: list, path: str, budgets: list[int], seed: int = 0, rounds: int = 3,
-                     torch: bool = True) -> dict:
-    """One row of the evaluation table (see the module docstring); no budgets: no search."""
+                     torch: bool = True, only_differing: bool = False) -> dict:
+    """One row of the evaluation table (see the module docstring); no budgets: no search. With
+    `only_differing`, a program every policy schedules alike is not measured at all (a row with the schedules
+    and "timed": false)."""
     from mlir_rl_tui.agent.suggest import to_measure
     from mlir_rl_tui.engine.search import search
 
@@ -147,6 +148,8 @@ def evaluate_program(eng: Engine, policies: list, path: str, budgets: list[int],
     schedules = {k: to_measure(pol.schedule(Session(prog, openmp=eng.openmp)).schedule)
                  for k, pol in zip(keys, policies)}
     row: dict = {"program": path, "sha256": file_sha256(path), **{f"{k}_schedule": str(schedules[k]) for k in keys}}
+    if only_differing and len({row[f"{k}_schedule"] for k in keys}) == 1:
+        return {**row, "timed": False}
     for b in sorted(budgets):  # the smaller search first: the larger one meets its candidates in the cache
         r = search(eng, prog, "hill", b, seed=seed)
         k = hill_key(b)
@@ -193,18 +196,22 @@ def summarize(rows: list[dict], budgets: list[int] = (), n_policies: int = 1) ->
     untransformed program. A further policy K ("policy_B", ...) has the same figures under its name ("K",
     "K_with_fallback", "K_over_hill@B", "K_failed", "K_below_baseline", "K_below_baseline_programs",
     "K_fallbacks") and "K_over_policy": the geometric mean of its per-program ratios to the first policy (the
-    programs where both ran), with "K_over_policy_spread" (x/ one standard deviation of those ratios) and
-    "K_ahead", "K_behind": the programs where it is more than 5% faster or slower."""
-    out = {"policy": gmean([r["policy"] for r in rows]),
+    programs where both ran), with "K_over_policy_spread" (x/ one standard deviation of those ratios),
+    "K_ahead", "K_behind": the programs where it is more than 5% faster or slower, and "K_same_schedule".
+    A row not timed (every policy scheduled it alike: `only_differing`) counts exactly 1.0 in each
+    "K_over_policy" and is in no other figure; "not_timed" counts them."""
+    untimed = sum(1 for r in rows if not r.get("timed", True))
+    out = {"policy": gmean([r.get("policy") for r in rows]),
            "policy_with_fallback": gmean([r.get("policy_with_fallback") for r in rows])}
     for k in policy_keys(n_policies)[1:]:
         out[k] = gmean([r.get(k) for r in rows])
         out[f"{k}_with_fallback"] = gmean([r.get(f"{k}_with_fallback") for r in rows])
-        logs = [math.log(r[k] / r["policy"]) for r in rows if r.get(k) and r.get("policy")]
+        logs = [math.log(r[k] / r["policy"]) for r in rows if r.get(k) and r.get("policy")] + [0.0] * untimed
         out[f"{k}_over_policy"] = math.exp(statistics.mean(logs)) if logs else None
         out[f"{k}_over_policy_spread"] = math.exp(statistics.stdev(logs)) if len(logs) > 1 else None
         out[f"{k}_ahead"] = sum(1 for x in logs if x > math.log(1.05))
         out[f"{k}_behind"] = sum(1 for x in logs if x < -math.log(1.05))
+        out[f"{k}_same_schedule"] = sum(1 for r in rows if r.get(f"{k}_schedule") == r.get("policy_schedule"))
     for b in sorted(budgets):
         k = hill_key(b)
         out[k] = gmean([r.get(k) for r in rows])
@@ -217,7 +224,7 @@ def summarize(rows: list[dict], budgets: list[int] = (), n_policies: int = 1) ->
                 out[f"{p}_over_{k}"] = out[p] / out[k]
     if any(r.get("torch") for r in rows):
         out["torch"] = gmean([r.get("torch") for r in rows])
-    out["programs"] = len(rows)
+    out["programs"], out["not_timed"] = len(rows), untimed
     out["policy_failed"] = sum(1 for r in rows if r.get("policy_status", "ok") != "ok")
     out["below_baseline"] = sum(1 for r in rows if r.get("policy_below_baseline"))
     out["below_baseline_programs"] = [os.path.basename(r["program"]) for r in rows if r.get("policy_below_baseline")]
@@ -234,7 +241,7 @@ def summarize(rows: list[dict], budgets: list[int] = (), n_policies: int = 1) ->
 
 def evaluate(eng: Engine, policies: list, paths: list[str], budgets: list[int], seed: int = 0, rounds: int = 3,
              torch: bool = True, on_row: Callable[[int, int, dict], None] | None = None,
-             rows_file: RowsFile | None = None) -> tuple[list[dict], dict]:
+             rows_file: RowsFile | None = None, only_differing: bool = False) -> tuple[list[dict], dict]:
     """Every program in turn (never two at once: their timings would share the cores); with `rows_file`, the
     programs it has a row for are not measured again and each new row is added to it as it finishes.
     `policies`: one or more (agent.suggest.Policy), measured in the same rounds."""
@@ -245,7 +252,7 @@ def evaluate(eng: Engine, policies: list, paths: list[str], budgets: list[int], 
     for i, path in enumerate(paths):
         row = rows_file.get(path) if rows_file is not None else None
         if row is None:
-            row = evaluate_program(eng, policies, path, budgets, seed, rounds, torch)
+            row = evaluate_program(eng, policies, path, budgets, seed, rounds, torch, only_differing)
             if rows_file is not None:
                 rows_file.add(row)
         rows.append(row)
@@ -258,19 +265,20 @@ def _sha(policy) -> str | None:
     return file_sha256(policy.path) if policy.path and os.path.exists(policy.path) else policy.path
 
 
-def settings(policies: list, budgets: list[int], seed: int, rounds: int, torch: bool) -> dict:
+def settings(policies: list, budgets: list[int], seed: int, rounds: int, torch: bool,
+             only_differing: bool = False) -> dict:
     """What an evaluation's rows depend on besides the programs (a RowsFile's header)."""
     more = {"other_policies_sha256": [_sha(p) for p in policies[1:]]} if len(policies) > 1 else {}
     return {"policy_sha256": _sha(policies[0]), **more, "hill_budgets": sorted(budgets), "seed": seed,
-            "rounds": rounds, "torch": torch}
+            "rounds": rounds, "torch": torch, **({"only_differing": True} if only_differing else {})}
 
 
 def evaluation(eng: Engine, policies: list, paths: list[str], budgets: list[int], seed: int = 0, rounds: int = 3,
                torch: bool = True, on_row: Callable[[int, int, dict], None] | None = None,
-               rows_file: RowsFile | None = None) -> dict:
+               rows_file: RowsFile | None = None, only_differing: bool = False) -> dict:
     """`evaluate` with what it was run with: the rows, their geometric means, the settings and the machine;
     each further policy's checkpoint and decision time under its name ("policy_B", "policy_B_ms")."""
-    rows, summary = evaluate(eng, policies, paths, budgets, seed, rounds, torch, on_row, rows_file)
+    rows, summary = evaluate(eng, policies, paths, budgets, seed, rounds, torch, on_row, rows_file, only_differing)
     more = {}
     for k, pol in list(zip(policy_keys(len(policies)), policies))[1:]:
         more |= {k: pol.path, f"{k}_ms": round(pol.ms_per_decision, 3)}

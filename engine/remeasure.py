@@ -1,5 +1,5 @@
 """Schedules measured again, fresh and side by side: the one protocol of every comparison of final schedules
-(`evaluate`, the teacher's rule checks and `--confirm`, benchmarks/policy_ab.py).
+(`evaluate` and its comparison of several policies, the teacher's rule checks).
 
 Each round measures every schedule once, A B C A B C ..., never from the cache. The machine has slow spells of
 seconds to a minute that the far-cores probe (engine.contention) does not see: in one evaluation sitting a

@@ -297,32 +297,41 @@ def test_evaluate_measures_policy_and_search_alike(tmp_path, matmul, cache_dir, 
 
 def test_evaluate_measures_several_policies_in_the_same_rounds(tmp_path, cache_dir, capsys):
     """`evaluate --policy A B C`: every policy's schedule in the same rounds (one that schedules like the first
-    shares its runs: ratio exactly 1), each compared with the first program by program; the table names them;
-    the rows file records them all, so a call with other policies is refused in one line."""
+    shares its runs: ratio exactly 1), each compared with the first program by program; with --only-differing a
+    program they all schedule alike is not measured and counts 1.0; the table names them; the rows file records
+    them all, so a call with other policies is refused in one line."""
     from mlir_rl_tui.commands import main
 
-    paths = _policies_ab(tmp_path)
+    paths = _three_policies(tmp_path)
     rows, prog = str(tmp_path / "rows.jsonl"), tmp_path / "mm64.mlir"
     prog.write_text((SAMPLES / "matmul.mlir").read_text().replace("256", "64"))  # C schedules it unlike A
-    args = ["evaluate", "--programs", str(prog), "--policy", paths["A"], paths["B"], paths["C"],
-            "--no-search", "--no-torch", "--rounds", "1", "--rows", rows]
+    relu = str(SAMPLES / "relu.mlir")  # all three schedule it alike
+    args = ["evaluate", "--programs", relu, str(prog), "--policy", paths["A"], paths["B"], paths["C"],
+            "--no-search", "--no-torch", "--rounds", "1", "--only-differing", "--rows", rows]
     assert main([*args, "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    (row,), g = out["programs"], out["gmean"]
+    (same, row), g = out["programs"], out["gmean"]
     assert out["policy"] == paths["A"] and out["policy_B"] == paths["B"] and out["policy_C"] == paths["C"]
+    assert same["timed"] is False and "policy" not in same and row.get("timed", True)
+    assert same["policy_schedule"] == same["policy_B_schedule"] == same["policy_C_schedule"]
     assert row["policy_schedule"] == row["policy_B_schedule"] and row["policy_B_runs"] == row["policy_runs"]
     assert row["policy_C_schedule"] != row["policy_schedule"]  # its large random weights choose otherwise
     assert row["policy"] > 0 and row["policy_C"] > 0 and len(row["policy_C_runs"]) == row["rounds"]
-    assert g["policy_B_over_policy"] == 1.0 and g["policy_C_over_policy"] == pytest.approx(row["policy_C"] / row["policy"])
+    assert g["not_timed"] == 1 and g["policy_B_over_policy"] == 1.0 and g["policy_B_same_schedule"] == 2
+    assert g["policy_C_over_policy"] == pytest.approx(math.sqrt(row["policy_C"] / row["policy"]))  # relu: 1.0
+    assert g["policy"] == pytest.approx(row["policy"])  # an untimed program is in no geometric mean
     for k in ("policy_B", "policy_C"):
         assert row[f"{k}_below_baseline"] == (row[k] < 0.95) and g[f"{k}_failed"] == 0
         assert g[f"{k}_below_baseline"] == int(row[f"{k}_below_baseline"]) and out[f"{k}_ms"] > 0
-    assert main(args) == 0  # the same call again: the row from the file, shown as a table
+    assert main(args) == 0  # the same call again: the rows from the file, shown as a table
     table = capsys.readouterr().out
     assert "B / policy: 1.000 per program" in table and "C / policy:" in table and paths["C"] in table
-    assert main([*args[:4], paths["A"], paths["C"], *args[7:]]) == 2
+    assert "not measured, every policy schedules it alike (1 of 2 programs" in table
+    assert main([*args[:5], paths["A"], paths["C"], *args[8:]]) == 2
     err = capsys.readouterr().err.strip()
     assert "holds rows of another evaluation" in err and "\n" not in err
+    assert main([*args[:6], *args[8:]]) == 2  # --only-differing with one policy
+    assert "give two or more to --policy" in capsys.readouterr().err
 
 
 def test_optimize_errors_are_one_line(tmp_path, capsys):
@@ -354,8 +363,8 @@ def test_ppo_rollouts_on_a_local_ray_instance(tmp_path, cache_dir):
     assert len(rows) == 1 and float(rows[0]["charts/valid_rate"]) > 0
 
 
-def _policies_ab(tmp_path) -> dict[str, str]:
-    """Checkpoints for policy_ab: A and B the same small policy, C one of large random weights (other schedules)."""
+def _three_policies(tmp_path) -> dict[str, str]:
+    """Three checkpoints: A and B the same small policy, C one of large random weights (other schedules)."""
     from mlir_rl_tui.agent.policy import ActorCritic, PolicyConfig, save
 
     torch.manual_seed(0)
@@ -368,91 +377,6 @@ def _policies_ab(tmp_path) -> dict[str, str]:
     save(a, paths["B"])
     save(c, paths["C"])
     return paths
-
-
-def _policy_ab():
-    """benchmarks/policy_ab.py as a module (a script, not a package member)."""
-    import importlib.util
-
-    from conftest import ROOT
-
-    spec = importlib.util.spec_from_file_location("policy_ab", ROOT / "benchmarks" / "policy_ab.py")
-    ab = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(ab)
-    return ab
-
-
-def test_policy_ab_measures_several_policies_in_the_same_rounds(tmp_path, cache_dir):
-    """benchmarks/policy_ab.py with --b B C: one row per program, each policy against A; a policy whose
-    schedule is A's shares its measurements (ratio exactly 1)."""
-    ab, paths = _policy_ab(), _policies_ab(tmp_path)
-    out = tmp_path / "ab.json"
-    assert ab.main(["--a", paths["A"], "--b", paths["B"], paths["C"], "--programs", str(SAMPLES / "relu.mlir"),
-                    "--rounds", "1", "--json", str(out)]) == 0
-    got = json.loads(out.read_text())
-    assert got["policies"] == paths and len(got["rows"]) == 1
-    row, s = got["rows"][0], got["summary"]
-    assert row["A_schedule"] == row["B_schedule"] and s["B_over_A"] == 1.0 and s["B_same_schedule"] == 1
-    assert row["A"] > 0 and row["C"] > 0 and s["C_over_A"] == pytest.approx(row["C"] / row["A"])
-    assert s["failed"] == {"A": 0, "B": 0, "C": 0}
-    # each measured schedule is flagged at most once (3 policies, 1 round), and the summary adds the rows up
-    assert isinstance(row["far"], int) and 0 <= row["far"] <= 3 and 0 <= row["contended"] <= 3
-    assert s["far_measurements"] == row["far"] and s["contended_measurements"] == row["contended"]
-
-
-def test_policy_ab_only_differing_times_only_programs_scheduled_differently(tmp_path, cache_dir):
-    """benchmarks/policy_ab.py --only-differing: a program every policy schedules alike is not timed (no
-    figures in its row) and counts exactly 1.0 in each ratio; one they schedule differently is timed as
-    without the flag; the absolute gmeans and the under-0.95x lists cover only the timed rows."""
-    ab, paths = _policy_ab(), _policies_ab(tmp_path)
-    out = tmp_path / "ab.json"
-    progs = [str(SAMPLES / "relu.mlir"), str(SAMPLES / "add.mlir")]
-    assert ab.main(["--a", paths["A"], "--b", paths["B"], "--programs", *progs, "--rounds", "1",
-                    "--only-differing", "--json", str(out)]) == 0
-    got = json.loads(out.read_text())
-    s = got["summary"]
-    assert [r["timed"] for r in got["rows"]] == [False, False] and all("A" not in r for r in got["rows"])
-    assert s["not_timed"] == 2 and s["B_over_A"] == 1.0 and s["A"] is None and s["B_below_0.95"] == []
-    assert ab.main(["--a", paths["A"], "--b", paths["C"], "--programs", *progs, "--rounds", "1",
-                    "--only-differing", "--json", str(out)]) == 0
-    got = json.loads(out.read_text())
-    rows, s = got["rows"], got["summary"]
-    differ = [r["A_schedule"] != r["B_schedule"] for r in rows]
-    assert [r["timed"] for r in rows] == differ and s["not_timed"] == differ.count(False)
-    assert all(r["A"] > 0 and r["B"] > 0 for r in rows if r["timed"])
-    ratios = [r["B"] / r["A"] if r["timed"] else 1.0 for r in rows]
-    assert s["B_over_A"] == pytest.approx(math.exp(sum(map(math.log, ratios)) / len(ratios)))
-
-
-def test_policy_ab_rows_resume_without_measuring_again(tmp_path, cache_dir, capsys):
-    """benchmarks/policy_ab.py --rows: a finished program's row is kept and read back (its figure is the file's,
-    not a new measurement), a program not in the file is measured and appended; the file of another A/B
-    (other rounds) is refused in one line, exit 2, and left as it was."""
-    from mlir_rl_tui.agent.policy import ActorCritic, PolicyConfig, save
-
-    ab = _policy_ab()
-    torch.manual_seed(0)
-    pa, pb = str(tmp_path / "A.pt"), str(tmp_path / "B.pt")
-    save(ActorCritic(config=PolicyConfig(hidden=16, layers=1)), pa)
-    save(ActorCritic(config=PolicyConfig(hidden=16, layers=1)), pb)
-    rows, out = tmp_path / "rows.jsonl", tmp_path / "ab.json"
-    relu, add = str(SAMPLES / "relu.mlir"), str(SAMPLES / "add.mlir")
-    args = ["--a", pa, "--b", pb, "--rounds", "1", "--rows", str(rows), "--json", str(out)]
-    assert ab.main([*args, "--programs", relu]) == 0
-    lines = rows.read_text().splitlines()
-    assert len(lines) == 2 and json.loads(lines[1])["program"] == relu
-    kept = json.loads(lines[1]) | {"A": 123.0}  # a figure no measurement gives: reading it back proves reuse
-    rows.write_text(lines[0] + "\n" + json.dumps(kept) + "\n")
-    assert ab.main([*args, "--programs", relu, add]) == 0
-    got = json.loads(out.read_text())["rows"]
-    assert [r["program"] for r in got] == [relu, add] and got[0]["A"] == 123.0 and 0 < got[1]["A"] < 123.0
-    assert [json.loads(x)["program"] for x in rows.read_text().splitlines()[1:]] == [relu, add]
-    before = rows.read_text()
-    capsys.readouterr()
-    assert ab.main([*args[:5], "2", *args[6:], "--programs", relu]) == 2
-    err = capsys.readouterr().err.strip()
-    assert err.count("\n") == 0 and "another evaluation (rounds 1 there, 2 now)" in err
-    assert rows.read_text() == before
 
 
 def test_gae_against_hand_computed_values():

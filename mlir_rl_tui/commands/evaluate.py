@@ -24,6 +24,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--no-torch", action="store_true", help="skip PyTorch eager timings")
     p.add_argument("--no-search", action="store_true", help="skip hill climbing")
+    p.add_argument("--only-differing", action="store_true",
+                   help="with several --policy: a program they all schedule alike is not measured (it counts 1.0 in "
+                        "their ratios; choosing between policies on a validation set then takes minutes, not hours)")
     add_json(p)
     p.add_argument("--png", help="also save the plot as a PNG here")
     p.add_argument("--runs", type=int, default=None, help="at least this many timing rounds per measurement")
@@ -47,11 +50,13 @@ def run(args: argparse.Namespace) -> int:
     given = args.policy or [None]
     if len(given) > MAX_POLICIES:
         raise CliError(f"--policy takes at most {MAX_POLICIES} checkpoints, not {len(given)}")
+    if args.only_differing and len(given) < 2:
+        raise CliError("--only-differing compares several policies: give two or more to --policy")
     pols = [load_policy(path) for path in given]
     budgets = [] if args.no_search else args.budget
     try:
-        rows_file = RowsFile(args.rows, settings(pols, budgets, args.seed, args.rounds, not args.no_torch)) \
-            if args.rows else None
+        rows_file = RowsFile(args.rows, settings(pols, budgets, args.seed, args.rounds, not args.no_torch,
+                                                 args.only_differing)) if args.rows else None
     except RowsError as e:
         raise CliError(str(e)) from None
     if rows_file is not None and rows_file.rows:
@@ -61,7 +66,8 @@ def run(args: argparse.Namespace) -> int:
         line.update(f"evaluate: 0/{len(paths)} programs")
         out = evaluation(eng, pols, paths, budgets, args.seed, args.rounds,
                          not args.no_torch, lambda i, n, row: line.update(
-                             f"evaluate: {i}/{n} programs (last {os.path.basename(row['program'])})"), rows_file)
+                             f"evaluate: {i}/{n} programs (last {os.path.basename(row['program'])})"), rows_file,
+                         args.only_differing)
     rows = out["programs"]
     if args.png:
         _plot(rows, args.png)
@@ -104,7 +110,10 @@ def _table(rows: list[dict], summary: dict, args) -> None:
     print(f"speedups over the untransformed program; policy: its own schedule, +fallbk: what `optimize` delivers "
           f"(the untransformed program when the policy's schedule fails or is slower); policy and hill@N: their final "
           f"schedules measured again {args.rounds} times, interleaved (the fastest run); (found): the fastest of the search's "
-          "N measurements; %peak: of the machine's roofline (FMA peak or bandwidth); <: below the baseline")
+          "N measurements; %peak: of the machine's roofline (FMA peak or bandwidth); <: below the baseline"
+          + (f"; -: not measured, every policy schedules it alike ({summary['not_timed']} of {summary['programs']} programs; "
+             "1.0 in the ratios)"
+             if summary.get("not_timed") else ""))
     print(_below_line(summary))
     for k in others:
         path = args.policy[ord(_short(k)) - ord("A")]
@@ -113,7 +122,8 @@ def _table(rows: list[dict], summary: dict, args) -> None:
             spread = summary.get(f"{k}_over_policy_spread")
             print(f"{_short(k)} / policy: {summary[f'{k}_over_policy']:.3f} per program"
                   + (f" (x/ {spread:.3f})" if spread else "")
-                  + f", more than 5% faster on {summary[f'{k}_ahead']}, slower on {summary[f'{k}_behind']}")
+                  + f", more than 5% faster on {summary[f'{k}_ahead']}, slower on {summary[f'{k}_behind']}, "
+                  f"the same schedule on {summary[f'{k}_same_schedule']}")
     for k in hills:
         for p in ["policy", *others]:
             if summary.get(f"{p}_over_{k}"):
