@@ -13,8 +13,11 @@ From the repository alone it makes a policy equivalent to agent/checkpoints/defa
 3. cloning: MEMBERS policies cloned from scratch on the targets (policy and value heads; seeds 0, 1, ...),
    BC_EPOCHS epochs each: DIR/member1.pt, ...
 4. the members deciding together by vote (`agent.policy.save_ensemble`): DIR/default.pt.
-5. evaluation: the policy's one-pass schedule of every evaluation program, measured: DIR/default.json
-   records it with the command, the repository commit, the data, the stages' times and the machine.
+5. evaluation: the policy's one-pass schedule of every evaluation program, measured side by side with the
+   shipped policy's (agent/checkpoints/default.pt, when it is another file) in the same rounds
+   (`agent.evaluate`; rows kept in DIR/evaluation.rows): DIR/default.json records the policy's figures and
+   its ratio to the shipped one with the command, the repository commit, the data, the stages' times and
+   the machine.
 
 Every stage resumes where it stopped: a stage's finished files are kept, a program with a target is not
 searched again, and the measurement cache replays what an interrupted search had measured. `--ship` copies
@@ -57,6 +60,8 @@ BC_LR = 1e-3
 DECODE = "vote"
 #: The policy's schedule of an evaluation program under this fraction of its baseline's speed counts as a loss.
 UNDER = 0.95
+#: Rounds of the evaluation's side-by-side timings (agent.evaluate).
+EVAL_ROUNDS = 3
 
 
 @dataclass(frozen=True)
@@ -358,29 +363,50 @@ def _shown_path(path: str, out: str) -> str:
 
 
 def evaluate_one_pass(policy_path: str, paths: list[str], st: Stages, out: str = "") -> dict:
-    """The policy's one-pass schedule of each program, measured: gmean speedup, losses, ms per decision."""
-    from mlir_rl_tui.agent.suggest import load_policy, to_measure
-    from mlir_rl_tui.engine import Engine, Session, load_file, to_text
+    """The policy's one-pass schedule of each program measured side by side with the shipped policy's (stage
+    5): gmean speedup, the programs under UNDER, ms per decision, the ratio to the shipped policy."""
+    from mlir_rl_tui.agent.evaluate import RowsError, RowsFile, evaluate, file_sha256, settings
+    from mlir_rl_tui.agent.suggest import load_policy, set_inference_threads
+    from mlir_rl_tui.engine import Engine, Session, load_file
 
-    policy = load_policy(policy_path)
-    rows, decide_s, decisions = {}, 0.0, 0
+    policies = [load_policy(policy_path)]
+    shipped = os.path.join(CHECKPOINTS, "default.pt")
+    if os.path.exists(shipped) and file_sha256(shipped) != file_sha256(policy_path):
+        policies.append(load_policy(shipped))
     st.begin("evaluation", len(paths))
+    set_inference_threads(1)  # as optimize and evaluate decide
     with Engine() as eng:
-        for p in paths:
-            prog = load_file(p)
-            t = time.perf_counter()
-            sched = policy.schedule(Session(prog, openmp=eng.openmp)).schedule
-            decide_s += time.perf_counter() - t
-            decisions += sum(len(a) for a in sched.ops.values())
-            m = eng.measure(prog, to_measure(sched))
-            rows[_shown_path(p, out)] = {
-                "schedule": to_text(sched), "speedup": round(m.speedup or 0.0, 3)}
-            st.step()
+        for p in paths:  # the decisions' time, on their own (the rows below may come from the file)
+            policies[0].schedule(Session(load_file(p), openmp=eng.openmp))
+        ms = policies[0].ms_per_decision
+        rows_file = None
+        if out:
+            path, sets = os.path.join(out, "evaluation.rows"), settings(policies, [], 0, EVAL_ROUNDS, False)
+            try:
+                rows_file = RowsFile(path, sets)
+            except RowsError:  # the rows of another policy (a member made again): measured afresh
+                os.remove(path)
+                rows_file = RowsFile(path, sets)
+        rows, summary = evaluate(eng, policies, paths, [], rounds=EVAL_ROUNDS, torch=False,
+                                 on_row=lambda i, n, row: st.step(), rows_file=rows_file)
     st.end()
-    sps = [row["speedup"] for row in rows.values()]
-    return {"programs": len(rows), "gmean_speedup": round(gmean(sps) or 0.0, 3),
-            f"under_{UNDER}x": sorted(k for k, row in rows.items() if row["speedup"] < UNDER),
-            "ms_per_decision": round(1000 * decide_s / max(1, decisions), 2), "per_program": rows}
+    def fig(x: float | None) -> float | None:
+        return round(x, 3) if x else None
+
+    per = {_shown_path(r["program"], out): {"schedule": r["policy_schedule"], "speedup": fig(r.get("policy")),
+                                            **({"shipped": fig(r.get("policy_B"))} if len(policies) > 1 else {})}
+           for r in rows}
+    ev = {"programs": len(rows), "gmean_speedup": round(summary["policy"] or 0.0, 3),
+          f"under_{UNDER}x": sorted(_shown_path(r["program"], out) for r in rows if r.get("policy_below_baseline")),
+          "ms_per_decision": round(ms, 2), "rounds": EVAL_ROUNDS}
+    if len(policies) > 1:  # new / shipped, program by program (evaluate has shipped / new)
+        ratio, spread = summary["policy_B_over_policy"], summary["policy_B_over_policy_spread"]
+        ev["against_shipped"] = {
+            "shipped_sha256": file_sha256(shipped), "shipped_gmean_speedup": round(summary["policy_B"] or 0.0, 3),
+            "ratio": round(1 / ratio, 4) if ratio else None, "ratio_spread": round(spread, 4) if spread else None,
+            "faster": summary["policy_B_behind"], "slower": summary["policy_B_ahead"],
+            "same_schedule": summary["policy_B_same_schedule"]}
+    return {**ev, "per_program": per}
 
 
 def commit() -> str | None:
@@ -422,8 +448,11 @@ def train_default(r: DefaultRecipe, log: Callable[[str], None] = print,
     out = os.path.join(r.out, "default.pt")
     combine(members, out)
     ev = evaluate_one_pass(out, evaluation, st, r.out)
+    vs = ev.get("against_shipped")
     st.log(f"evaluation: gmean {ev['gmean_speedup']:.2f}x over {ev['programs']} programs, "
-           f"{len(ev[f'under_{UNDER}x'])} under {UNDER}x, {ev['ms_per_decision']:.1f} ms per decision")
+           f"{len(ev[f'under_{UNDER}x'])} under {UNDER}x, {ev['ms_per_decision']:.1f} ms per decision"
+           + (f"; {vs['ratio']:.3f} of the shipped policy (x/ {vs['ratio_spread'] or 1:.3f} per program), measured "
+              "side by side" if vs and vs["ratio"] else ""))
     info = {
         "trained_by": "recipe default", "command": r.command(), "commit": commit(),
         "recipe": {"budget": r.budget, "keep_baseline": KEEP_BASELINE, "prefer_rules": PREFER_RULES,

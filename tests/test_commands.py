@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import json
+import math
 import os
 import pathlib
 import subprocess
@@ -185,6 +186,10 @@ def test_the_recipe_runs_end_to_end_and_resumes(tmp_path, cache_dir, capsys):
     assert info["teacher"]["measurements"] == sum(t["measurements"] for t in targets.values())
     ev = info["evaluation"]
     assert ev["programs"] == 2 and ev["gmean_speedup"] > 0 and ev["ms_per_decision"] > 0
+    vs = ev["against_shipped"]  # measured side by side with the shipped policy, in the same rounds
+    figures = [(r["speedup"], r["shipped"]) for r in ev["per_program"].values()]
+    assert vs["ratio"] == pytest.approx(math.prod(a / b for a, b in figures) ** 0.5, rel=0.01)  # of rounded figures
+    assert vs["shipped_gmean_speedup"] > 0 and vs["faster"] + vs["slower"] <= 2
     assert set(info["cloning"]["loss"]) == {"member1.pt", "member2.pt"} and info["cloning"]["decisions"] >= 2
     assert ck.load(str(out / "default.pt"), "policy")[1]["members"] == 2
     assert load_policy(str(out / "default.pt")) is not None
@@ -192,12 +197,15 @@ def test_the_recipe_runs_end_to_end_and_resumes(tmp_path, cache_dir, capsys):
     for stage in ("programs", "teacher", "cloning (epochs)", "evaluation"):
         assert stage in info["seconds"]
 
-    # run again: nothing searched, nothing cloned; each stage's seconds add up over the runs
+    # run again: nothing searched, nothing cloned, nothing evaluated again (the rows are kept); each stage's
+    # seconds add up over the runs
     member2 = (out / "member2.pt").stat().st_mtime_ns
+    rows = (out / "evaluation.rows").read_text()
     assert main(argv) == 0
     capsys.readouterr()
-    again = json.loads((out / "default.json").read_text())["seconds"]
-    assert all(again[k] >= info["seconds"][k] for k in info["seconds"]) and again["evaluation"] > 0
+    again = json.loads((out / "default.json").read_text())
+    assert all(again["seconds"][k] >= info["seconds"][k] for k in info["seconds"]) and again["seconds"]["evaluation"] > 0
+    assert (out / "evaluation.rows").read_text() == rows and again["evaluation"]["per_program"] == ev["per_program"]
     assert len((out / "targets.jsonl").read_text().splitlines()) == 2
     assert (out / "member2.pt").stat().st_mtime_ns == member2
     # an interrupt cut the second target's line and the second member was never written: both made again
