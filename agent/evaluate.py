@@ -7,12 +7,11 @@ Per program, one program at a time (nothing else competes for the cores):
    smaller one's candidates from the cache); its `found` figure is the fastest of those noisy measurements,
    which overstates its schedule (the winner's curse); `hill@B_measured` and `hill@B_replayed` count the
    candidates timed in this run and those answered without a timing (the cache's earlier rows, repeats);
-3. the final schedules (a schedule two of them share, once) are measured again, fresh, interleaved
-   A B C A B C for `rounds` rounds, more while
-   one's runs are split by a slow spell (agent.remeasure; the row's "rounds"); each figure is the fastest
-   run's speedup over the fastest baseline timed beside the runs (pooled over the sitting's runs, so the
-   schedules compare as their times do; `agent.remeasure.figure`: noise only adds time), each round's
-   figures in the row's "<k>_runs";
+3. the final schedules (a schedule two of them share, once) are measured again, fresh, interleaved A B C A B C
+   for `rounds` rounds, more while one's runs are split by a slow spell (agent.remeasure; the row's "rounds");
+   each figure is the fastest run's speedup over the fastest baseline timed beside the runs (pooled over the
+   sitting's runs, so the schedules compare as their times do; `agent.remeasure.figure`: noise only adds time),
+   each round's figures in the row's "<k>_runs";
 4. PyTorch eager on the same shapes and layout in a fresh process (agent.torch_reference), when the
    program is one op PyTorch has.
 Each row also has the fraction of the machine's roofline both schedules reach, and whether the policy's own
