@@ -45,7 +45,7 @@ _NOT_STORED = ("cached", "transformed_ir", "gflops", "peak_fraction", "bound", "
 
 @dataclass
 class Measurement:
-    """What measuring one schedule gave (DESIGN.md: status, median time, speedup, spread, diagnostics).
+    """What measuring one schedule gave (status, time, speedup, spread, diagnostics).
 
     Times are medians over the steady timing rounds (engine.timing); the baseline is the untransformed
     program timed in the same worker in rounds interleaved with the schedule's, so the speedup is a ratio

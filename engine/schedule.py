@@ -1,4 +1,4 @@
-"""Schedules as plain data, and their text notation (DESIGN.md).
+"""Schedules as plain data, and their text notation (docs/schedules.md).
 
 `op0: TP(64,64,0) T(8,32,1) V; op1: TF(32,64) NT` - one op per `;`, tile sizes in the op's current
 loop order, `I(2,0,1)` a permutation (new position i holds old loop a_i, as in the paper).

@@ -1,4 +1,4 @@
-"""State = (Program, Schedule, cursor on the current op) - cheap to copy, undo is free (DESIGN.md)."""
+"""State = (Program, Schedule, cursor on the current op) - cheap to copy, undo is free."""
 
 from __future__ import annotations
 

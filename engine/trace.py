@@ -1,11 +1,11 @@
-"""Traces: JSONL, one record per step (DESIGN.md "Traces"). The one writer and the one reader.
+"""Traces: JSONL, one record per step (docs/search.md, "Traces"). The one writer and the one reader.
 
 A record: {"program", "program_sha256", "op", "step", "action", "observation", "mask", "source",
 "measurement", "time", "episode"}, plus "program_text" on an episode's first record when the program has
 no file. Several episodes (one program, one schedule each) may share a file; a trace replays to the same
 schedules and is the imitation-learning data. Records without "episode" (older traces) read as episode 0.
 
-Writing: every writer (the env's `RecordTrace` wrapper, search, the imitation teacher, the app's workspace)
+Writing: every writer (the env's `RecordTrace` wrapper, `search --trace`, the app's workspace)
 goes through `TraceRecorder`; records are built here only (`_record`):
 
 ```python

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import time
 from dataclasses import dataclass
 
@@ -31,6 +32,8 @@ from mlir_rl_tui.engine.errors import EngineError
 
 TUNING_FILE = "tuning.sqlite"
 EXPORT_FORMAT = "mlir-rl-tui tuning records 1"
+#: The largest export `import_file` reads (a shared file is data, not a way to fill this machine's memory).
+MAX_IMPORT_BYTES = 1 << 30
 
 
 @dataclass(frozen=True)
@@ -153,6 +156,10 @@ class TuningDB(Store):
         """Merge an exported file: (lines taken, lines refused: checksum, fields or JSON wrong). A record
         only replaces a slower one of the same schedule; a tuning replaces the one stored."""
         try:
+            size = os.path.getsize(path)
+            if size > MAX_IMPORT_BYTES:
+                raise EngineError(f"{path}: {size / 2**20:.0f} MiB; a tuning database export is read up to "
+                                  f"{MAX_IMPORT_BYTES / 2**20:.0f} MiB")
             with open(path, encoding="utf-8", errors="replace") as f:
                 lines = f.read().splitlines()
         except OSError as e:

@@ -33,6 +33,17 @@ def test_top_level_help_imports_nothing_heavy():
     assert r.stdout.strip().splitlines()[-1] == "[]"
 
 
+def test_no_commands_help_loads_torch_textual_or_mlir():
+    """Every `COMMAND --help` answers without the slow imports (train's is built from torch-free dataclasses)."""
+    code = ("import sys\nfrom mlir_rl_tui.commands import COMMANDS, main\nfor name in COMMANDS:\n    try:\n"
+            "        main([name, '--help'])\n    except SystemExit:\n        pass\nheavy = sys.argv[1:]\n"
+            "print(sorted({h for m in sys.modules for h in heavy if m == h or m.startswith(h + '.')}))")
+    r = subprocess.run([sys.executable, "-c", code, "torch", "textual", "mlir"], capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip().splitlines()[-1] == "[]"
+
+
 def test_every_command_is_listed_with_its_line_and_its_help_starts_with_it(capsys):
     with pytest.raises(SystemExit) as e:
         main(["--help"])

@@ -196,7 +196,7 @@ def test_the_database_keeps_the_fastest_and_never_serves_a_damaged_row(tmp_path,
     assert db.usable and db.best("m", "w1") is None and "moved aside" in capsys.readouterr().err
 
 
-def test_export_and_import_refuse_tampered_lines(tmp_path):
+def test_export_and_import_refuse_tampered_lines(tmp_path, monkeypatch):
     from mlir_rl_tui.engine.tuning_db import TuningDB
 
     a = TuningDB(str(tmp_path / "a.sqlite"))
@@ -216,6 +216,11 @@ def test_export_and_import_refuse_tampered_lines(tmp_path):
 
     with pytest.raises(EngineError, match="not a tuning database export"):
         b.import_file(str(tmp_path / "junk"))
+    import mlir_rl_tui.engine.tuning_db as tdb
+
+    monkeypatch.setattr(tdb, "MAX_IMPORT_BYTES", len((tmp_path / "x.jsonl").read_bytes()) - 1)  # one byte over
+    with pytest.raises(EngineError, match="a tuning database export is read up to"):
+        TuningDB(str(tmp_path / "c.sqlite")).import_file(str(tmp_path / "x.jsonl"))
 
 
 def test_the_database_survives_kill_9_while_writing(tmp_path):

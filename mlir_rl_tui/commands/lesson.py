@@ -11,7 +11,7 @@ shipped lessons. A lesson is a small TOML file (docs/models.md, "Lessons")."""
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("name", nargs="?", metavar="NAME|FILE", help="a shipped lesson (see the list) or a .toml file")
-    p.add_argument("--record", help="append a trace of every step to this JSONL file")
+    p.add_argument("--record", help="append a trace of the steps you take (not the lesson's own jumps) to this JSONL file")
 
 
 def run(args: argparse.Namespace) -> int:

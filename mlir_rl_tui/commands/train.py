@@ -12,7 +12,7 @@ import os
 import sys
 import textwrap
 
-from mlir_rl_tui.agent import ppo, recipes
+from mlir_rl_tui.agent import ppo_args, recipes
 from mlir_rl_tui.commands.common import CliError
 
 USAGE = "mlir-rl-tui train [--recipe default --out DIR | --programs ... --out DIR] [options]"
@@ -20,7 +20,7 @@ DESCRIPTION = """--recipe default --out DIR makes the shipped policy from the re
 where it stopped (docs/agent.md); without --recipe, PPO on --programs."""
 
 BC_EPOCHS = 100  # behaviour cloning on --bc traces
-_PPO = {f.name: f for f in dataclasses.fields(ppo.Args)}
+_PPO = {f.name: f for f in dataclasses.fields(ppo_args.Args)}
 _RECIPE = {f.name: f for f in dataclasses.fields(recipes.DefaultRecipe)}
 _BC = {"bc", "bc_epochs"}
 _TYPES = {"int": int, "int | None": int, "float": float, "float | None": float}
@@ -72,7 +72,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.formatter_class = lambda prog: wide(prog, max_help_position=28)
     p.add_argument("--recipe", choices=recipes.RECIPES, help="run the recipe of the shipped policy")
     r = p.add_argument_group("--recipe default")
-    recipe_docs, ppo_docs = field_docs(recipes.DefaultRecipe), field_docs(ppo.Args)
+    recipe_docs, ppo_docs = field_docs(recipes.DefaultRecipe), field_docs(ppo_args.Args)
     for f in _RECIPE.values():
         if f.name == "bc_epochs":
             _option(r, f, f"cloning epochs (default {f.default} per member; --bc: {BC_EPOCHS})")
@@ -101,6 +101,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _ppo(given: dict) -> int:
+    from mlir_rl_tui.agent import ppo
     from mlir_rl_tui.progress import ProgressLine
 
     traces, epochs = given.pop("bc", []), given.pop("bc_epochs", BC_EPOCHS)
