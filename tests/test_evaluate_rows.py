@@ -100,3 +100,32 @@ def test_evaluate_resumes_from_its_rows_file(tmp_path, cache_dir, capsys):
     assert main([*args[:-1], str(rows), "--rounds", "2"]) == 2  # other settings: refused, the file kept
     assert "holds rows of another evaluation (rounds 1 there, 2 now)" in capsys.readouterr().err
     assert len(rows.read_text().splitlines()) == 3
+
+
+def test_the_summary_of_several_policies_against_hand_computed_values():
+    """agent.evaluate.summarize with policy B: per-program ratios to the first policy (a failure left out, an
+    untimed program counted 1.0), their spread, the programs more than 5% apart, the schedules in common, and
+    B's own losses; the geometric means leave out the untimed program."""
+    import math
+
+    from mlir_rl_tui.agent.evaluate import summarize
+
+    def row(name, a, b, same=False, **kw):
+        return {"program": f"/p/{name}.mlir", "policy": a, "policy_B": b, "policy_schedule": "x",
+                "policy_B_schedule": "x" if same else "y", "policy_status": "ok" if a else "crash",
+                "policy_B_status": "ok" if b else "crash", "policy_B_below_baseline": not b or b < 0.95, **kw}
+
+    rows = [row("p1", 2.0, 2.2), row("p2", 4.0, 3.0), row("p3", 1.5, 1.5, same=True), row("p4", 1.0, None),
+            {"program": "/p/p5.mlir", "policy_schedule": "x", "policy_B_schedule": "x", "timed": False}]
+    s = summarize(rows, [], n_policies=2)
+    logs = [math.log(1.1), math.log(0.75), 0.0, 0.0]  # p1, p2, p3; p4 failed (left out); p5 untimed (1.0)
+    assert s["policy_B_over_policy"] == pytest.approx(math.exp(sum(logs) / 4))
+    mean = sum(logs) / 4
+    sd = math.sqrt(sum((x - mean) ** 2 for x in logs) / 3)
+    assert s["policy_B_over_policy_spread"] == pytest.approx(math.exp(sd))
+    assert (s["policy_B_ahead"], s["policy_B_behind"], s["policy_B_same_schedule"]) == (1, 1, 2)
+    assert s["policy"] == pytest.approx((2.0 * 4.0 * 1.5 * 1.0) ** 0.25)  # the untimed p5 is in no gmean
+    assert s["policy_B"] == pytest.approx((2.2 * 3.0 * 1.5) ** (1 / 3))
+    assert (s["policy_B_failed"], s["policy_B_below_baseline"], s["policy_B_below_baseline_programs"]) == \
+        (1, 1, ["p4.mlir"])
+    assert s["not_timed"] == 1 and s["programs"] == 5 and s["policy_failed"] == 0
