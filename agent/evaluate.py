@@ -90,7 +90,8 @@ class RowsFile:
         head = records[0] if isinstance(records[0], dict) else {}
         if head.get("format") != self.FORMAT:
             raise RowsError(f"{path}: not a rows file of `{self.COMMAND}` (no {self.FORMAT!r} header)")
-        other = {k: (head.get(k), v) for k, v in settings.items() if head.get(k) != v}
+        keys = [*settings, *(k for k in head if k not in settings and k != "format")]  # a setting on either side
+        other = {k: (head.get(k), settings.get(k)) for k in keys if head.get(k) != settings.get(k)}
         if other:
             diff = ", ".join(f"{k} {a!r} there, {b!r} now" for k, (a, b) in other.items())
             raise RowsError(f"{path} holds rows of another evaluation ({diff}): give another --rows file")
@@ -223,7 +224,9 @@ def summarize(rows: list[dict], budgets: list[int] = (), n_policies: int = 1) ->
                 out[f"{p}_over_{k}"] = out[p] / out[k]
     if any(r.get("torch") for r in rows):
         out["torch"] = gmean([r.get("torch") for r in rows])
-    out["programs"], out["not_timed"] = len(rows), untimed
+    out["programs"] = len(rows)
+    if n_policies > 1 or untimed:
+        out["not_timed"] = untimed
     out["policy_failed"] = sum(1 for r in rows if r.get("policy_status", "ok") != "ok")
     out["below_baseline"] = sum(1 for r in rows if r.get("policy_below_baseline"))
     out["below_baseline_programs"] = [os.path.basename(r["program"]) for r in rows if r.get("policy_below_baseline")]

@@ -28,6 +28,7 @@ for all of them when the measurement cache has none of their measurements).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -342,9 +343,13 @@ def clone(r: DefaultRecipe, targets: list[tuple], st: Stages) -> tuple[list[str]
 
 
 def combine(members: list[str], out: str) -> None:
-    """DIR/default.pt: the members deciding together by DECODE (one member: that policy)."""
+    """DIR/default.pt: the members deciding together by DECODE (one member: that policy). Kept when it is
+    newer than every member: the file's bytes name its temporary file, so writing it again would make a
+    checkpoint of the same weights that the evaluation's rows no longer recognize."""
     from mlir_rl_tui.agent.policy import save_ensemble
 
+    if os.path.exists(out) and all(os.path.getmtime(out) >= os.path.getmtime(m) for m in members):
+        return
     if len(members) == 1:
         shutil.copy(members[0], out)
     else:
@@ -373,22 +378,24 @@ def evaluate_one_pass(policy_path: str, paths: list[str], st: Stages, out: str =
     shipped = os.path.join(CHECKPOINTS, "default.pt")
     if os.path.exists(shipped) and file_sha256(shipped) != file_sha256(policy_path):
         policies.append(load_policy(shipped))
-    st.begin("evaluation", len(paths))
+    rows_file = None
+    if out:
+        path, sets = os.path.join(out, "evaluation.rows"), settings(policies, [], 0, EVAL_ROUNDS, False)
+        try:
+            rows_file = RowsFile(path, sets)
+        except RowsError:  # the rows of another policy (a member made again): measured afresh
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(path)
+            rows_file = RowsFile(path, sets)
+    kept = {p for p in paths if rows_file is not None and rows_file.get(p)}
+    st.begin("evaluation", len(paths), len(kept))
     set_inference_threads(1)  # as optimize and evaluate decide
     with Engine() as eng:
         for p in paths:  # the decisions' time, on their own (the rows below may come from the file)
             policies[0].schedule(Session(load_file(p), openmp=eng.openmp))
         ms = policies[0].ms_per_decision
-        rows_file = None
-        if out:
-            path, sets = os.path.join(out, "evaluation.rows"), settings(policies, [], 0, EVAL_ROUNDS, False)
-            try:
-                rows_file = RowsFile(path, sets)
-            except RowsError:  # the rows of another policy (a member made again): measured afresh
-                os.remove(path)
-                rows_file = RowsFile(path, sets)
-        rows, summary = evaluate(eng, policies, paths, [], rounds=EVAL_ROUNDS, torch=False,
-                                 on_row=lambda i, n, row: st.step(), rows_file=rows_file)
+        rows, summary = evaluate(eng, policies, paths, [], rounds=EVAL_ROUNDS, torch=False, rows_file=rows_file,
+                                 on_row=lambda i, n, row: row["program"] in kept or st.step())
     st.end()
     def fig(x: float | None) -> float | None:
         return round(x, 3) if x else None

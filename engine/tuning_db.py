@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import time
 from dataclasses import dataclass
 
@@ -156,14 +155,14 @@ class TuningDB(Store):
         """Merge an exported file: (lines taken, lines refused: checksum, fields or JSON wrong). A record
         only replaces a slower one of the same schedule; a tuning replaces the one stored."""
         try:
-            size = os.path.getsize(path)
-            if size > MAX_IMPORT_BYTES:
-                raise EngineError(f"{path}: {size / 2**20:.0f} MiB; a tuning database export is read up to "
-                                  f"{MAX_IMPORT_BYTES / 2**20:.0f} MiB")
             with open(path, encoding="utf-8", errors="replace") as f:
-                lines = f.read().splitlines()
+                text = f.read(MAX_IMPORT_BYTES + 1)  # a pipe or a device has no size to check first
         except OSError as e:
             raise EngineError(f"cannot read {path}: {e.strerror}") from None
+        if len(text) > MAX_IMPORT_BYTES:
+            raise EngineError(f"{path}: over {MAX_IMPORT_BYTES / 2**20:.0f} MiB; a tuning database export is read up "
+                              f"to {MAX_IMPORT_BYTES / 2**20:.0f} MiB")
+        lines = text.splitlines()
         try:
             head = json.loads(lines[0]) if lines else {}
         except ValueError:

@@ -210,13 +210,14 @@ def test_the_recipe_runs_end_to_end_and_resumes(tmp_path, cache_dir, capsys):
 
     # run again: nothing searched, nothing cloned, nothing evaluated again (the rows are kept); each stage's
     # seconds add up over the runs
-    member2 = (out / "member2.pt").stat().st_mtime_ns
+    member2, ensemble = (out / "member2.pt").stat().st_mtime_ns, (out / "default.pt").stat().st_mtime_ns
     rows = (out / "evaluation.rows").read_text()
     assert main(argv) == 0
     capsys.readouterr()
     again = json.loads((out / "default.json").read_text())
     assert all(again["seconds"][k] >= info["seconds"][k] for k in info["seconds"]) and again["seconds"]["evaluation"] > 0
     assert (out / "evaluation.rows").read_text() == rows and again["evaluation"]["per_program"] == ev["per_program"]
+    assert (out / "default.pt").stat().st_mtime_ns == ensemble  # not written again: its rows stay its own
     assert len((out / "targets.jsonl").read_text().splitlines()) == 2
     assert (out / "member2.pt").stat().st_mtime_ns == member2
     # an interrupt cut the second target's line and the second member was never written: both made again

@@ -49,6 +49,14 @@ def test_another_evaluations_file_or_garbage_is_one_line(tmp_path):
     RowsFile(f, SETTINGS)
     with pytest.raises(RowsError, match=r"another evaluation \(hill_budgets \[50, 100\] there, \[50\] now\)"):
         RowsFile(f, {**SETTINGS, "hill_budgets": [50]})
+    # a setting only one side has (several policies, --only-differing) is a difference too, either way round
+    more = {**SETTINGS, "other_policies_sha256": ["def"], "only_differing": True}
+    g = str(tmp_path / "more.jsonl")
+    RowsFile(g, more)
+    with pytest.raises(RowsError, match=r"other_policies_sha256 \['def'\] there, None now"):
+        RowsFile(g, SETTINGS)
+    with pytest.raises(RowsError, match=r"only_differing None there, True now"):
+        RowsFile(f, {**SETTINGS, "only_differing": True})
     garbage = tmp_path / "garbage.jsonl"
     garbage.write_text("not json\n{}\n")
     with pytest.raises(RowsError, match="line 1 is not JSON"):

@@ -155,9 +155,10 @@ def _plot(rows: list[dict], png: str | None) -> None:
     import plotext as plt
 
     names = [os.path.splitext(os.path.basename(r["program"]))[0][:16] for r in rows]
-    policies = ["policy", *(k for k in rows[0] if k.startswith("policy_") and k[7:].isupper())] if rows else []
-    keys = [*policies, *sorted((k for k in rows[0] if k.startswith("hill@") and "_" not in k),
-                               key=lambda k: int(k[5:])), "torch"] if rows else []
+    seen = list(dict.fromkeys(k for r in rows for k in r))  # an untimed row (--only-differing) has no figures
+    policies = ["policy", *(k for k in seen if k.startswith("policy_") and k[7:].isupper())]
+    keys = [*policies, *sorted((k for k in seen if k.startswith("hill@") and "_" not in k), key=lambda k: int(k[5:])),
+            "torch"]
     series = [(k, [r.get(k) or 0.0 for r in rows]) for k in keys if any(r.get(k) for r in rows)]
     plt.clear_figure()
     if not sys.stdout.isatty():
