@@ -74,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         emit(out)
         return 0
-    _table(rows, out["gmean"], args)
+    _table(rows, out["gmean"], args, {k: v for k, v in out.items() if k.startswith("policy_") and k[7:].isupper()})
     _plot(rows, None)
     return 0
 
@@ -83,11 +83,12 @@ def _fmt(x) -> str:
     return f"{x:8.2f}x" if x else "       -"
 
 
-def _table(rows: list[dict], summary: dict, args) -> None:
-    from mlir_rl_tui.agent.evaluate import hill_key, policy_keys
+def _table(rows: list[dict], summary: dict, args, others: dict[str, str] | None = None) -> None:
+    """The evaluation as a table; `others`: each further policy's key ("policy_B") and checkpoint."""
+    from mlir_rl_tui.agent.evaluate import hill_key
 
     hills = [] if args.no_search else [hill_key(b) for b in sorted(args.budget)]
-    others = policy_keys(len(args.policy or [None]))[1:]
+    others = others or {}
     print(f"{'program':34} {'policy':>9}  {'+fallbk':>9} {'%peak':>5} " + "".join(f"{_short(k):>9}  " for k in others)
           + "".join(f"{k:>9} {'%peak':>5} {'(found)':>9} " for k in hills) + f"{'torch':>9}  policy schedule")
 
@@ -116,8 +117,7 @@ def _table(rows: list[dict], summary: dict, args) -> None:
              if summary.get("not_timed") else ""))
     print(_below_line(summary))
     for k in others:
-        path = args.policy[ord(_short(k)) - ord("A")]
-        print(f"{_short(k)} ({path}): {_fmt(summary.get(k)).strip()}; " + _below_line(summary, k))
+        print(f"{_short(k)} ({others[k]}): {_fmt(summary.get(k)).strip()}; " + _below_line(summary, k))
         if summary.get(f"{k}_over_policy"):
             spread = summary.get(f"{k}_over_policy_spread")
             print(f"{_short(k)} / policy: {summary[f'{k}_over_policy']:.3f} per program"
