@@ -453,20 +453,22 @@ class Engine:
         compile-error, crash or timeout (no time, not cached). Many times cheaper than `measure`."""
         return self._untimed(program, schedule, check, "compile", None)
 
-    def validate(self, program: Program, schedule: Schedule, *, check: bool = True) -> Measurement:
+    def validate(self, program: Program, schedule: Schedule, *, check: bool = True,
+                 on_progress: Callable | None = None) -> Measurement:
         """Transform, compile and run `schedule` once in a worker, and compare its output with the
         untransformed program's on the same seeded inputs, without timing it: status ok (validated),
         transform-error, compile-error, crash, timeout (a run over 10x the baseline) or wrong-result; not
-        cached. The mask fuzz (benchmarks/mask_fuzz.py) checks thousands of random schedules with it."""
+        cached. The mask fuzz (benchmarks/mask_fuzz.py) checks thousands of random schedules with it.
+        `on_progress(phase, i, n)` as for `measure`."""
         base = self.baseline(program)  # its time sets the run limit
         if not base.ok:
             return Measurement(status=base.status, schedule=to_text(schedule), error=f"baseline: {base.error}")
         c = self.config
         return self._untimed(program, schedule, check, "validate",
-                             max(c.timeout_factor * (base.time_ms or 0.0) / 1e3, c.timeout_floor_s))
+                             max(c.timeout_factor * (base.time_ms or 0.0) / 1e3, c.timeout_floor_s), on_progress)
 
     def _untimed(self, program: Program, schedule: Schedule, check: bool, mode: str,
-                 run_limit_s: float | None) -> Measurement:
+                 run_limit_s: float | None, on_progress: Callable | None = None) -> Measurement:
         if check:
             check_schedule(program, schedule, self.limits, self.openmp)
         sched = effective(program, schedule, self.limits, self.openmp)
@@ -478,7 +480,7 @@ class Engine:
         req = self._request(program, body, parallel, mode=mode, run_limit_s=run_limit_s)
         run_timeout = 4 * run_limit_s + 5 if run_limit_s else 60.0
         try:
-            res = self.pool.run(req, None, self.config.compile_timeout_s, run_timeout)
+            res = self.pool.run(req, on_progress, self.config.compile_timeout_s, run_timeout)
         except WorkerDied as e:
             return Measurement(status="crash", schedule=to_text(schedule), error=str(e))
         except WorkerTimeout:

@@ -156,6 +156,31 @@ def test_kernels_are_timed_alone_on_the_machine(engine, matmul, monkeypatch):
     assert any("wait" in p for p in phases.values()), phases  # (the other may have compiled nearly as long)
 
 
+def test_a_parallel_kernels_checked_run_waits_for_the_compiles(engine, matmul):
+    """The one checked run of a parallel schedule has the machine to itself too: while someone holds the CPU
+    lock shared (a compile elsewhere) the schedule is compiled, then waits (and says so) before its run."""
+    import fcntl
+    import threading
+    import time
+
+    if not engine.openmp:
+        pytest.skip("no OpenMP runtime: TP is masked")
+    phases: list[str] = []
+    got: list = []
+    t = threading.Thread(target=lambda: got.append(engine.validate(
+        matmul, parse("op0: TP(64,64,0) T(8,32,1) V"), on_progress=lambda phase, i, n: phases.append(phase))))
+    with open(engine._cpu_lockfile, "a") as f:
+        fcntl.flock(f, fcntl.LOCK_SH)  # a "compile" elsewhere
+        t.start()
+        end = time.monotonic() + 60
+        while "wait" not in phases and not got and time.monotonic() < end:
+            time.sleep(0.1)
+        assert "wait" in phases and not got, (phases, got)  # compiled, then waiting: not run beside the compile
+        fcntl.flock(f, fcntl.LOCK_UN)
+    t.join(60)
+    assert got and got[0].ok and got[0].validated, got
+
+
 def test_per_op_profile_covers_every_op_and_finds_the_matmul(engine):
     from conftest import SAMPLES
 
