@@ -171,13 +171,16 @@ def test_train_help_is_short_and_documents_both_modes(capsys):
         assert words in out, words
 
 
-def test_the_recipe_runs_end_to_end_and_resumes(tmp_path, cache_dir, capsys):
+def test_the_recipe_runs_end_to_end_and_resumes(tmp_path, cache_dir, capsys, monkeypatch):
     """The whole recipe on two programs: programs drawn, teacher, rule checks, two members cloned, the vote
     ensemble, the evaluation, the record. Run again it redoes nothing it finished; a target line cut by an
     interrupt and a missing member are made again, and only they."""
     from mlir_rl_tui.agent import checkpoint as ck
+    from mlir_rl_tui.agent import recipes
     from mlir_rl_tui.agent.recipes import CHECKPOINTS, PROGRAMS, read_targets
     from mlir_rl_tui.agent.suggest import load_policy
+
+    monkeypatch.setattr(recipes, "EVAL_ROUNDS", 1)  # the evaluation's side-by-side rounds: one is a check
 
     shipped = os.path.join(CHECKPOINTS, "default.pt")
     before = os.stat(shipped).st_mtime_ns
