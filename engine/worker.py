@@ -430,7 +430,7 @@ def handle(req: dict, out, baselines: _Baselines, watchdog: Watchdog | None = No
         return compiled, first, (base if script else None), extra
 
     # Everything but the timing holds the CPU lock shared (see _flock): a kernel being timed elsewhere
-    # then has every core to itself.
+    # then has every core to itself. A parallel kernel's checked run in prepare() makes `held` exclusive.
     with _flock(req.get("cpu_lock"), fcntl.LOCK_SH) as held:
         prepared = prepare()
         to_time = not isinstance(prepared, dict) and req.get("mode") != "validate"
