@@ -235,7 +235,7 @@ def test_ppo_rollouts_rewarded_by_the_cost_model_measure_a_fraction(tmp_path, ca
     ppo.train(args)
     with open(tmp_path / "cm" / "progress.csv") as f:
         row = next(csv.DictReader(f))
-    assert 0 <= int(row["charts/measured_episodes"]) <= 4
+    assert 0 < int(row["charts/measured_episodes"]) < 4  # a seeded share of the 4: neither none nor all
 
 
 def _policy_checkpoint(tmp_path, matmul) -> str:
@@ -351,10 +351,6 @@ def test_ppo_rollouts_on_a_local_ray_instance(tmp_path, cache_dir):
                     ray_tasks=1)
     try:
         ppo.train(args)
-    except Exception as e:  # noqa: BLE001
-        if "ray" in type(e).__module__.lower() and not ray.is_initialized():
-            pytest.skip(f"Ray cannot start on this machine: {e}")
-        raise
     finally:
         if ray.is_initialized():
             ray.shutdown()

@@ -74,7 +74,6 @@ def _bad_files(tmp):
         "dynamic": ("func.func @f(%a: tensor<?xf32>) -> tensor<?xf32> { return %a : tensor<?xf32> }", "dynamic"),
         "no_linalg": ("func.func @f(%a: tensor<4xf32>) -> tensor<4xf32> { return %a : tensor<4xf32> }", "no linalg"),
         "truncated": (text[: len(text) * 2 // 3], "line"),
-        "too_large": (text.replace("256", "200000"), "GiB"),
     }
     out = {}
     for name, (body, words) in files.items():
@@ -84,14 +83,14 @@ def _bad_files(tmp):
     return out
 
 
-@pytest.mark.parametrize("case", ["not_mlir", "garbage", "dynamic", "no_linalg", "truncated", "too_large"])
+@pytest.mark.parametrize("case", ["not_mlir", "garbage", "dynamic", "no_linalg", "truncated"])
 @pytest.mark.parametrize("cmd", ["inspect", "apply"])
 def test_bad_input_one_line_error(tmp_path, case, cmd, cache_dir):
     path, words = _bad_files(tmp_path)[case]
     t0 = time.monotonic()
     r = cli(cmd, str(path), timeout=30)
     assert time.monotonic() - t0 < 20
-    assert r.returncode != 0
+    assert r.returncode == 2, (r.returncode, r.stderr)
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1, r.stderr
     assert "Traceback" not in r.stderr and words in lines[0]
@@ -106,14 +105,14 @@ def test_bad_input_one_line_error(tmp_path, case, cmd, cache_dir):
 ])
 def test_bad_schedule_one_line_error(schedule, words, cache_dir):
     r = cli("apply", str(SAMPLES / "matmul.mlir"), "--schedule", schedule, timeout=30)
-    assert r.returncode != 0
+    assert r.returncode == 2, (r.returncode, r.stderr)
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and words in lines[0] and "Traceback" not in r.stderr
 
 
 def test_missing_file(cache_dir):
     r = cli("inspect", "/nonexistent/x.mlir")
-    assert r.returncode != 0 and "cannot read" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    assert r.returncode == 2 and "cannot read" in r.stderr and len(r.stderr.strip().splitlines()) == 1
 
 
 def test_max_seconds_stops_a_long_first_measurement_with_one_line(tmp_path, cache_dir):

@@ -159,7 +159,6 @@ def test_costmodel_train_and_eval_on_the_command_line(measured, cache_dir, tmp_p
                  "--out", out, "--members", "2", "--epochs", "40", "--json"])
     rep = json.loads(capsys.readouterr().out)
     assert code == 0 and rep["train_samples"] > 0 and rep["held_out"]["samples"] > 0
-    assert -1 <= rep["held_out"]["spearman"] <= 1 or math.isnan(rep["held_out"]["spearman"])
     code = main(["costmodel", "eval", "--model", out, "--held-out", *HELD, "--cache", str(cache_dir)])
     text = capsys.readouterr().out
     assert code == 0 and "held out:" in text and "spearman" in text

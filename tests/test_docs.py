@@ -1,16 +1,17 @@
 """The user documentation works on a fresh clone: every link in README.md and docs/*.md points at a file of the
 repository (and a heading of it, when it names one), and every fenced shell command names a program and a
-subcommand that exist."""
+subcommand that exist, with options the command has."""
 
 from __future__ import annotations
 
+import argparse
 import pathlib
 import re
 import shlex
 
 import pytest
 
-from mlir_rl_tui.commands import COMMANDS
+from mlir_rl_tui.commands import COMMANDS, app_parser, build_parser
 from mlir_rl_tui.engine.samples import names as sample_names
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -52,20 +53,22 @@ def test_every_link_points_at_a_file_of_the_repository(page):
 
 
 def commands(page: pathlib.Path) -> list[list[str]]:
-    """The shell commands of a page's bash (or unmarked) fences, one token list per simple command."""
+    """The shell commands of a page's bash (or unmarked) fences, one token list per simple command. A line of
+    a bash fence the shell could not read fails; an unmarked fence may show output, whose lines are skipped."""
     out = []
     for lang, body in FENCE.findall(page.read_text()):
         if lang not in ("bash", "sh", "shell", ""):
             continue
-        for line in body.splitlines():
-            line = line.split(" #")[0].strip().removeprefix("$ ")
-            if not line or line.startswith("#"):
+        for line in body.replace("\\\n", " ").splitlines():  # a command continued over lines is one line
+            lex = shlex.shlex(line.strip().removeprefix("$ "), posix=True, punctuation_chars=";&|")
+            lex.whitespace_split = True  # words as the shell splits them; quotes kept whole; # starts a comment
+            try:
+                words = list(lex)
+            except ValueError as e:
+                if lang:
+                    raise ValueError(f"{page.name}: a command the shell cannot read ({e}): {line!r}") from None
                 continue
-            for part in re.split(r"&&|\|\||;|\|", line):
-                try:
-                    tokens = shlex.split(part)
-                except ValueError:
-                    continue
+            for tokens in _simple_commands(words):
                 while tokens and re.match(r"^[A-Z_]+=", tokens[0]):  # VAR=value before the program
                     tokens = tokens[1:]
                 if tokens and tokens[0] == "env":
@@ -73,6 +76,29 @@ def commands(page: pathlib.Path) -> list[list[str]]:
                 if tokens:
                     out.append(tokens)
     return out
+
+
+def _simple_commands(words: list[str]) -> list[list[str]]:
+    """The words between the shell's operators (;, &&, ||, |, &)."""
+    out: list[list[str]] = [[]]
+    for w in words:
+        if w and set(w) <= set(";&|"):
+            out.append([])
+        else:
+            out[-1].append(w)
+    return out
+
+
+def _options(parser: argparse.ArgumentParser, words: list[str]) -> set[str]:
+    """The option strings of the (sub)command the words name (`dataset export`: dataset's and export's)."""
+    known: set[str] = set()
+    for action in parser._actions:
+        known |= set(action.option_strings)
+        if isinstance(action, argparse._SubParsersAction):
+            for i, w in enumerate(words):
+                if w in action.choices:
+                    return known | _options(action.choices[w], words[i + 1:])
+    return known
 
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
@@ -87,12 +113,16 @@ def test_every_command_names_a_program_and_subcommand_that_exist(page):
             if first not in COMMANDS and first not in sample_names() and not (ROOT / first).exists() \
                     and not first.endswith(".mlir"):
                 bad.append(" ".join(tokens))
+            parser = build_parser(first) if first in COMMANDS else app_parser()
+            known = _options(parser, rest)
+            bad += [f"{' '.join(tokens)} ({w.split('=')[0]})" for w in rest
+                    if w.startswith("--") and w.split("=")[0] not in known]
         elif prog.endswith("python") and rest[:1] != ["-m"] and rest and rest[0].endswith(".py"):
             if not (ROOT / rest[0]).exists():
                 bad.append(" ".join(tokens))
         elif prog == "bash" and rest and not rest[0].startswith("-") and not (ROOT / rest[0]).exists():
             bad.append(" ".join(tokens))
-    assert not bad, f"{page.name}: commands whose program or subcommand does not exist: {bad}"
+    assert not bad, f"{page.name}: commands whose program, subcommand or option does not exist: {bad}"
 
 
 def test_the_readme_stays_an_overview():

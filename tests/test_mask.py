@@ -6,7 +6,6 @@ import pytest
 from conftest import mlir_opt_path
 
 from mlir_rl_tui.engine import Action, ScheduleError, Session, load_file
-from mlir_rl_tui.engine.actions import apply_vector, flat_mask, nvec
 from mlir_rl_tui.engine.config import TRANSFORMATIONS
 
 
@@ -89,32 +88,17 @@ def test_interchange_in_progress_must_complete(matmul):
     assert s.states["op0"].order == [2, 0, 1]
 
 
-def test_masked_random_vectors_are_always_legal(matmul):
-    """A random agent that samples with the flat mask never produces an illegal action."""
-    import gymnasium
-    from conftest import SAMPLE_FILES
-
-    space = gymnasium.spaces.MultiDiscrete(nvec())
-    space.seed(0)
-    for path in SAMPLE_FILES:
-        prog = load_file(str(path))
-        for _ in range(15):
-            s = Session(prog)
-            while not s.done:
-                vec = space.sample(mask=flat_mask(s.mask()))
-                s = apply_vector(s, vec)  # raises ScheduleError if illegal
-            assert all(st.done for st in s.states.values())
-
-
 def test_every_masked_choice_has_a_reason(matmul):
     m = Session(matmul).mask()
-    for k in TRANSFORMATIONS:
-        c = m.transformation[k]
-        assert c.allowed or c.reason
-    for rows in m.tile.values():
-        for row in rows:
-            for c in row:
-                assert c.allowed or c.reason
+    choices = [m.transformation[k] for k in TRANSFORMATIONS] + list(m.interchange)
+    choices += [c for rows in m.tile.values() for row in rows for c in row]
+    masked = [c for c in choices if not c.allowed]
+    # untiled, the matmul cannot be vectorized, nor parallelized or fused on its reduction loop, and
+    # interchange has no 4th loop: masked choices of every kind, each with its reason
+    assert not m.transformation["V"].allowed and "tile first" in m.transformation["V"].reason
+    assert not m.tile["TP"][2][1].allowed and not m.tile["TF"][2][1].allowed
+    assert not m.interchange[3].allowed
+    assert masked and all(c.reason for c in masked)
 
 
 def test_vectorize_masked_for_bodies_the_vectorizer_rejects():

@@ -55,13 +55,16 @@ def test_second_identical_measurement_comes_from_cache(engine, matmul):
     assert second.time_ms == first.time_ms and second.status == first.status
 
 
-def test_wrong_result_is_detected(engine, matmul):
-    # TP over the reduction loop (forced past the mask) races with two threads: the spike saw wrong
-    # results in 2 of 3 runs, so accept either outcome but never a silent 'ok' with a mismatch.
-    m = engine.measure(matmul, parse("op0: TP(0,0,64)"), check=False, use_cache=False)
-    assert m.status in ("ok", "wrong-result")
-    if m.status == "wrong-result":
-        assert "differ from the baseline" in m.error
+def test_wrong_result_is_detected(engine, matmul, monkeypatch):
+    # compared exactly, the vectorized contraction (fused multiply-adds) rounds otherwise than the scalar
+    # baseline: a mismatch the check must name; tiling the reduction keeps its order, so it still matches
+    exact = replace(engine.config, rtol=0.0, atol_scale=0.0)
+    monkeypatch.setattr(engine, "config", exact)
+    m = engine.validate(matmul, parse("op0: T(8,32,1) V"))
+    assert m.status == "wrong-result" and "elements differ from the baseline" in m.error and "\n" not in m.error
+    assert engine.validate(matmul, parse("op0: T(0,0,4)")).status == "ok"
+    monkeypatch.undo()  # within the default tolerance the same schedule is right
+    assert engine.validate(matmul, parse("op0: T(8,32,1) V")).status == "ok"
 
 
 def test_timeout_kills_a_slow_kernel(engine, matmul, monkeypatch):

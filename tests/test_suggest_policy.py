@@ -4,7 +4,6 @@ shows are its own (checked against the log-probability PPO trains with)."""
 from __future__ import annotations
 
 import math
-import os
 
 import pytest
 import torch
@@ -13,12 +12,11 @@ from fake_heads import FakeCostModel
 
 from mlir_rl_tui.agent.explain import FINISH, MEMBER_DECODES, MORE, decide
 from mlir_rl_tui.agent.policy import evaluate_actions
-from mlir_rl_tui.agent.suggest import DEFAULT_CHECKPOINT, load_policy
+from mlir_rl_tui.agent.suggest import load_policy
 from mlir_rl_tui.engine import Session, load_file
 from mlir_rl_tui.engine.schedule import TILED
 
 
-@pytest.mark.skipif(not os.path.exists(DEFAULT_CHECKPOINT), reason="no shipped policy checkpoint")
 @pytest.mark.parametrize("name", ["matmul", "matmul_generic", "matmul_bias_relu"])
 def test_the_shipped_policy_explains_what_it_proposes(name):
     pol = load_policy()
@@ -74,7 +72,6 @@ def test_the_shipped_policy_explains_what_it_proposes(name):
     assert steps >= len(sess.program.ops)
 
 
-@pytest.mark.skipif(not os.path.exists(DEFAULT_CHECKPOINT), reason="no shipped policy checkpoint")
 def test_the_app_adapter_hands_the_panel_the_explanation(monkeypatch):
     from rich.console import Console
 

@@ -41,8 +41,18 @@ def test_baseline_rounds_are_interleaved_and_paired():
     assert t.baseline_at[0] == 0 and len(set(t.baseline_at)) == len(t.baseline_at)
     ratios = t.ratios()
     assert len(ratios) == len(t.baseline.rounds) and all(abs(r - 10) < 0.6 for r in ratios)
+    assert t.speedup_rel_ci() == (1.0, 1.0)  # each round's fastest run: every paired ratio alike, no spread
+
+
+def test_the_speedups_interval_spans_the_paired_ratios():
+    runs = itertools.count()  # the candidate's rounds take 1.0, 1.1, 1.2, 1.3 x 0.1 ms in turn
+    t = time_kernel(lambda: 0.1 * (1 + 0.1 * (next(runs) // 7 % 4)), 0.1, FAST, baseline=fake([1.0]),
+                    baseline_first_ms=1.0)
+    rs = sorted(t.ratios())
+    m = rs[len(rs) // 2] if len(rs) % 2 else (rs[len(rs) // 2 - 1] + rs[len(rs) // 2]) / 2
     lo, hi = t.speedup_rel_ci()
-    assert lo <= 1.0 <= hi
+    assert lo < 1.0 < hi  # the ratios differ: an interval around their median
+    assert rs[0] <= lo * m + 1e-9 and hi * m <= rs[-1] + 1e-9  # within the ratios seen
 
 
 def test_a_steady_kernel_stops_at_the_target_and_a_noisy_one_goes_on():
