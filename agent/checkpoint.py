@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from mlir_rl_tui.agent import checkpoint_file
 from mlir_rl_tui.engine.errors import EngineError
 
 FORMAT = "mlir-rl-tui checkpoint"
@@ -92,16 +93,18 @@ def load(path: str, kind: str) -> tuple[dict[str, torch.Tensor], dict]:
 
 
 def _read(path: str, allow: list | None = None) -> Any:
-    """torch.load with the weights-only unpickler, after checks that keep its errors readable."""
+    """torch.load with the weights-only unpickler, after checks that keep its errors readable (the file's
+    zip directory: agent.checkpoint_file; its size)."""
     try:
         size = os.path.getsize(path)
     except OSError as e:
         raise CheckpointError(f"{path}: cannot read the checkpoint ({e.strerror})") from None
+    why = checkpoint_file.problem(path)
+    if why:
+        raise CheckpointError(f"{path}: {why}")
     if size > MAX_BYTES:
         raise CheckpointError(f"{path}: {size / 2**20:.1f} MB is larger than a checkpoint may be "
                               f"({MAX_BYTES / 2**20:.1f} MB); not a mlir-rl-tui checkpoint")
-    if not zipfile.is_zipfile(path):
-        raise CheckpointError(f"{path}: not a mlir-rl-tui checkpoint (not a torch zip file)")
     try:
         if allow:
             with torch.serialization.safe_globals(allow):
@@ -116,8 +119,15 @@ def _read(path: str, allow: list | None = None) -> Any:
                               "reads checkpoints of tensors and JSON (nothing ran; do not use this file)"
                               ) from None
     except (RuntimeError, KeyError, ValueError, EOFError, OSError, zipfile.BadZipFile) as e:
-        first = str(e).strip().splitlines()[0][:100] if str(e).strip() else type(e).__name__
+        first = _first_sentence(str(e)) or type(e).__name__
         raise CheckpointError(f"{path}: not a mlir-rl-tui checkpoint ({first})") from None
+
+
+def _first_sentence(text: str, limit: int = 120) -> str:
+    """The first sentence of an error's first line, at most `limit` characters (cut at a word, with "...")."""
+    line = text.strip().splitlines()[0] if text.strip() else ""
+    first = re.split(r"(?<=[.!?])\s", line, maxsplit=1)[0].rstrip(".")
+    return first if len(first) <= limit else first[:limit].rsplit(" ", 1)[0] + "..."
 
 
 def _json_default(o: Any) -> Any:

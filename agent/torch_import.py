@@ -28,25 +28,37 @@ _DTYPES = {"f32": "float32", "f64": "float64", "f16": "float16", "i64": "int64",
 
 
 def parse_input(text: str) -> tuple[tuple[int, ...], str]:
-    """`1x3x224x224` or `1x3x224x224:f32` -> (shape, dtype)."""
-    m = re.fullmatch(r"\s*(\d+(?:x\d+)*)\s*(?::\s*(\w+))?\s*", text)
+    """`1x3x224x224` or `1x3x224x224:f32` -> (shape, dtype); every dimension at least 1."""
+    m = re.fullmatch(r"\s*(-?\d+(?:x-?\d+)*)\s*(?::\s*(\w+))?\s*", text)
     if not m:
         raise EngineError(f"--input {text!r}: expected a shape like 1x3x224x224 or 1x3x224x224:f32")
     dtype = m.group(2) or "f32"
     if dtype not in _DTYPES:
         raise EngineError(f"--input {text!r}: element type {dtype} is not one of {', '.join(_DTYPES)}")
-    return tuple(int(d) for d in m.group(1).split("x")), dtype
+    shape = tuple(int(d) for d in m.group(1).split("x"))
+    if min(shape) < 1:
+        raise EngineError(f"--input {text!r}: dimension {min(shape)}; every dimension must be at least 1")
+    return shape, dtype
+
+
+def module_file(spec: str) -> tuple[str, str]:
+    """FILE.py:NAME -> (FILE.py, NAME), once FILE.py is a file; an EngineError (one line) naming the cause
+    otherwise (a missing file, a directory, no NAME). Neither runs nor reads the file."""
+    path, _, name = spec.rpartition(":")
+    if not path or not name:
+        raise EngineError(f"{spec}: expected FILE.py:NAME (a module class or a factory in FILE.py)")
+    if os.path.isdir(path):
+        raise EngineError(f"{path}: a directory, not a Python file (FILE.py:NAME)")
+    if not os.path.isfile(path):
+        raise EngineError(f"{path}: no such file" if not os.path.lexists(path) else f"{path}: not a regular file")
+    return path, name
 
 
 def load_module(spec: str):
     """FILE.py:NAME -> an nn.Module in eval mode (runs FILE.py)."""
     import torch
 
-    path, _, name = spec.rpartition(":")
-    if not path or not name:
-        raise EngineError(f"{spec}: expected FILE.py:NAME (a module class or a factory in FILE.py)")
-    if not os.path.isfile(path):
-        raise EngineError(f"{path}: no such file")
+    path, name = module_file(spec)
     modname = f"_mlir_rl_import_{abs(hash(os.path.abspath(path)))}"
     loader_spec = importlib.util.spec_from_file_location(modname, path)
     if loader_spec is None or loader_spec.loader is None:
@@ -108,7 +120,13 @@ def fold_batch_norms(model):
 
 def import_module(spec, inputs: list[str], out: str, seed: int = 0, passes: tuple[str, ...] = PASSES) -> dict:
     """Export `spec` (FILE.py:NAME, or an nn.Module in eval mode) on inputs of the given shapes to `out`
-    (.mlir) and the PyTorch reference beside it; `passes` (PASSES) rewrite the model and the program on the way."""
+    (.mlir) and the PyTorch reference beside it; `passes` (PASSES) rewrite the model and the program on the way.
+    The file of `spec` and the shapes are checked before torch is imported."""
+    if isinstance(spec, str):
+        module_file(spec)
+    shapes = [parse_input(t) for t in inputs]
+    if not shapes:
+        raise EngineError("give the shape of each input with --input SHAPE[:DTYPE]")
     import torch
 
     try:
@@ -120,9 +138,6 @@ def import_module(spec, inputs: list[str], out: str, seed: int = 0, passes: tupl
     from mlir_rl_tui.engine.compile import random_inputs
     from mlir_rl_tui.engine.program import TensorSpec
 
-    shapes = [parse_input(t) for t in inputs]
-    if not shapes:
-        raise EngineError("give the shape of each input with --input SHAPE[:DTYPE]")
     if isinstance(spec, str):
         torch.manual_seed(seed)  # weights a module draws at random are those of torch.manual_seed(seed)
     model = load_module(spec) if isinstance(spec, str) else spec

@@ -21,10 +21,11 @@ import platform
 import sqlite3
 import threading
 import time
+import urllib.parse
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from mlir_rl_tui.engine.errors import warn
+from mlir_rl_tui.engine.errors import EngineError, warn
 
 ENGINE_VERSION = "8"  # bump when the pipeline or the measurement protocol changes
 SCHEMA = "2"  # bump when the tables change; a cache of another schema is moved aside
@@ -121,7 +122,11 @@ class Store:
     time it was written), its schema version, what it is called in warnings and its file name.
 
     `usable` is False when the run goes on without it (locked by another process, or a folder that
-    cannot hold one); reads then miss and writes store nothing."""
+    cannot hold one); reads then miss and writes store nothing.
+
+    `readonly=True` (a command that only reads a file the user named) opens the file as it is: it is never
+    created, changed (a corrupted row is ignored, not deleted) or moved aside, and a missing, locked or
+    damaged file, or one of another kind, is an EngineError (one line) instead."""
 
     TABLES: dict[str, str] = {}
     COLUMNS: dict[str, list[str]] = {}
@@ -130,7 +135,7 @@ class Store:
     FILE = ""
     AGAIN = "measuring again"  # what happens instead of serving a corrupted row
 
-    def __init__(self, path: str | None = None) -> None:
+    def __init__(self, path: str | None = None, readonly: bool = False) -> None:
         if path is None:
             path = os.path.join(default_cache_dir(), self.FILE)
         self.path = path
@@ -139,7 +144,8 @@ class Store:
         self.misses = 0
         self.corrupted = 0  # rows ignored because their checksum, JSON or fields were wrong
         self._lock = threading.Lock()
-        self.db: sqlite3.Connection | None = self._open()
+        self.readonly = readonly
+        self.db: sqlite3.Connection | None = self._open_readonly() if readonly else self._open()
 
     @property
     def usable(self) -> bool:
@@ -193,19 +199,8 @@ class Store:
                     db.execute(f"CREATE TABLE IF NOT EXISTS {name} ({cols})")
                 db.execute("INSERT OR IGNORE INTO meta VALUES ('schema', ?)", (self.SCHEMA,))
                 db.execute("COMMIT")
-            elif "meta" not in tables:
-                raise Unusable("has an unknown schema (no version: an older mlir-rl-tui or another program)")
             else:
-                row = db.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
-                if row is None or row[0] != self.SCHEMA:
-                    raise Unusable(f"has schema {row[0] if row else 'none'!r}, this version uses {self.SCHEMA!r}")
-                for name, cols in self.COLUMNS.items():
-                    have = [r[1] for r in db.execute(f"PRAGMA table_info({name})")]
-                    if have != cols:
-                        raise Unusable(f"has a damaged schema (table {name})")
-            check = db.execute("PRAGMA quick_check").fetchone()
-            if check is None or check[0] != "ok":
-                raise Unusable(f"is damaged ({check[0] if check else 'no answer'})")
+                self._check(db, tables)
             db.execute("PRAGMA journal_mode=WAL")  # readers never wait for a writer
         except sqlite3.Error as e:
             db.close()
@@ -215,6 +210,46 @@ class Store:
         except Unusable:
             db.close()
             raise
+        return db
+
+    def _check(self, db: sqlite3.Connection, tables: set[str]) -> None:
+        """Unusable unless the file holds this schema and passes SQLite's quick check; reads only."""
+        if "meta" not in tables:
+            raise Unusable("has an unknown schema (no version: an older mlir-rl-tui or another program)")
+        row = db.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
+        if row is None or row[0] != self.SCHEMA:
+            raise Unusable(f"has schema {row[0] if row else 'none'!r}, this version uses {self.SCHEMA!r}")
+        for name, cols in self.COLUMNS.items():
+            have = [r[1] for r in db.execute(f"PRAGMA table_info({name})")]
+            if have != cols:
+                raise Unusable(f"has a damaged schema (table {name})")
+        check = db.execute("PRAGMA quick_check").fetchone()
+        if check is None or check[0] != "ok":
+            raise Unusable(f"is damaged ({check[0] if check else 'no answer'})")
+
+    def _open_readonly(self) -> sqlite3.Connection:
+        """`readonly`: a read-only connection to the file as it is, or EngineError naming the cause."""
+        if not os.path.exists(self.path):
+            raise EngineError(f"{self.path}: no such {self.WHAT}")
+        if not os.path.isfile(self.path):
+            raise EngineError(f"{self.path}: not a file, so not a {self.WHAT}")
+        uri = "file:" + urllib.parse.quote(os.path.abspath(self.path)) + "?mode=ro"
+        try:
+            db = sqlite3.connect(uri, uri=True, timeout=LOCK_WAIT_S, check_same_thread=False)
+        except sqlite3.Error as e:
+            raise EngineError(f"{self.path}: cannot be opened as a {self.WHAT} ({e})") from None
+        try:
+            tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+            if not tables:
+                raise Unusable("is empty (no tables)")
+            self._check(db, tables)
+        except (sqlite3.Error, Unusable) as e:
+            db.close()
+            if isinstance(e, sqlite3.Error) and _is_locked(e):
+                raise EngineError(f"{self.path}: the {self.WHAT} is locked by another process (waited "
+                                  f"{LOCK_WAIT_S:g} s); try again") from None
+            reason = str(e) if isinstance(e, Unusable) else f"is damaged ({e})"
+            raise EngineError(f"{self.path}: not a {self.WHAT}: it {reason}") from None
         return db
 
     def _recovery(self):
@@ -315,8 +350,9 @@ class Store:
     def _reject(self, table: str, where: str, key: dict[str, str], digest, what: str, reason: str) -> None:
         """Ignore a corrupted row: delete it (unless another process replaced it meanwhile), say so once."""
         self.corrupted += 1
-        self._run(lambda db: (db.execute(f"DELETE FROM {table} WHERE {where} AND checksum IS ?",
-                                         (*key.values(), digest)), db.commit()))
+        if not self.readonly:
+            self._run(lambda db: (db.execute(f"DELETE FROM {table} WHERE {where} AND checksum IS ?",
+                                             (*key.values(), digest)), db.commit()))
         if self.corrupted <= MAX_ROW_WARNINGS:
             more = " (further corrupted rows are replaced silently)" if self.corrupted == MAX_ROW_WARNINGS else ""
             warn(f"{self.WHAT} {self.path}: the stored {what} is corrupted ({reason.splitlines()[0][:120]}): "

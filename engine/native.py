@@ -11,6 +11,7 @@ reads both and returns a Python callable.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -36,6 +37,22 @@ def build_library(engine: Engine, program: Program, schedule: Schedule, out: str
     """Compile `schedule` of `program` into the shared library `out` (+ `out.json`, with `extra`'s fields: what
     `tune` says of the model); returns the description."""
     check_schedule(program, schedule, engine.limits, engine.openmp)  # one-line ScheduleError before any work
+    # both files are made beside their final names and renamed over them at the end: a build that fails
+    # leaves the files that were there as they were
+    part = f".{os.getpid()}.tmp"
+    try:
+        desc = _build(engine, program, schedule, out, part, extra)
+        os.replace(out + part, out)
+        os.replace(out + ".json" + part, out + ".json")
+    finally:
+        for path in (out + part, out + ".json" + part):
+            with contextlib.suppress(OSError):
+                os.remove(path)
+    return desc
+
+
+def _build(engine: Engine, program: Program, schedule: Schedule, out: str, part: str, extra: dict | None) -> dict:
+    """build_library's work: the library at `out + part` and its description at `out + ".json" + part`."""
     text = to_text(schedule)
     cc = c_compiler()
     with tempfile.TemporaryDirectory(prefix="mlir-rl-build-") as tmp:
@@ -47,7 +64,7 @@ def build_library(engine: Engine, program: Program, schedule: Schedule, out: str
             kind, lib = parallel_runtime()
             libs.append(lib)
             runtime = kind
-        cmd = [cc, "-shared", "-o", out, obj]
+        cmd = [cc, "-shared", "-o", out + part, obj]
         for lib in libs:
             cmd += [lib, f"-Wl,-rpath,{os.path.dirname(os.path.abspath(lib))}"]
         try:
@@ -63,6 +80,6 @@ def build_library(engine: Engine, program: Program, schedule: Schedule, out: str
         "result": [list(program.results[0].shape), program.results[0].dtype], "schedule": text,
         "program_sha256": program.sha256, "runtime": runtime, "libraries": libs, **(extra or {}),
     }
-    with open(out + ".json", "w") as f:
+    with open(out + ".json" + part, "w") as f:
         json.dump(desc, f, indent=1)
     return desc

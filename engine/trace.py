@@ -27,6 +27,8 @@ rec.close()                                  # writes the steps still waiting, w
   through it: `rec.measured(rec.step(...), m)` per step. A recorder may be used from several threads.
 - `write_schedule(path, program, schedule, source, measurement)` writes a whole schedule as one episode
   (search results, imitation targets).
+- `check_appendable(path)`, before a command appends to a file the user named: an existing file that is
+  not a trace is an EngineError, so no writer cuts or appends to it.
 
 Reading: `read_trace(path).episodes()` -> `TraceEpisode`s (records grouped by episode and program, in step
 order; `.schedule`, `.measurement`, `.program_text`). Replay, behaviour cloning and tests read through it.
@@ -403,6 +405,39 @@ def _parse(line: str) -> dict | None:
     except (json.JSONDecodeError, RecursionError):
         return None
     return r if _is_record(r) else None
+
+
+def check_appendable(path: str) -> None:
+    """Before appending to `path`: an EngineError (one line) when it exists and is not a trace, so that no
+    writer cuts or appends to another file. A file is taken as a trace when it is empty, or when its first
+    and last whole lines are records and what follows the last newline (a line a killed writer cut, which
+    the next write drops) starts like one; a file that is not a regular one (a pipe, a device) is not read.
+    Reads at most the first and the last line."""
+    if not os.path.isfile(path):
+        return
+    try:
+        with open(path, "rb") as f:
+            first = f.readline(MAX_RECORD_CHARS + 1)
+            size = f.seek(0, os.SEEK_END)
+            tail = b""
+            if first.endswith(b"\n") and size > len(first):  # the last whole line and a cut one after it
+                pos = size
+                while pos > len(first) and tail.count(b"\n") < 2 and len(tail) <= MAX_RECORD_CHARS:
+                    step = min(1 << 16, pos - len(first))
+                    pos -= step
+                    f.seek(pos)
+                    tail = f.read(step) + tail
+    except OSError as e:
+        raise EngineError(f"{path}: cannot read it to append a trace ({e.strerror})") from None
+    if not first:
+        return
+    lines = ([first] + tail.split(b"\n")[-2:]) if tail else first.split(b"\n")
+    cut = lines.pop()  # after the last newline: b"" when the file ends with one
+    whole = [ln for ln in lines if ln.strip()]
+    if any(_parse(ln.decode("utf-8", "replace")) is None for ln in whole[:1] + whole[-1:]) \
+            or (cut.strip() and not cut.lstrip().startswith(b'{"')):
+        raise EngineError(f"{path}: exists and is not a trace (its lines are not trace records); give "
+                          "another file to append the trace to")
 
 
 def read_trace(path: str) -> Trace:

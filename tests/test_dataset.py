@@ -74,8 +74,10 @@ def test_dataset_command(tmp_path, capsys, cache_dir):
                  "--no-baseline"]) == 0
     out = capsys.readouterr().out
     assert "3 programs" in out and os.path.exists(tmp_path / "d" / "manifest.json")
-    assert main(["dataset", "generate", "--out", str(tmp_path / "e"), "--n", "0"]) == 2
-    assert "at least 1" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as e:  # refused while the arguments are read, in one line
+        main(["dataset", "generate", "--out", str(tmp_path / "e"), "--n", "0"])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and "not a positive whole number" in err and len(err.strip().splitlines()) == 1
 
 
 def test_long_data_sets_redraw_duplicates_instead_of_failing(tmp_path):

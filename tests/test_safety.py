@@ -306,7 +306,7 @@ def test_trace_records_of_the_wrong_shape_are_bad_lines(tmp_path, capsys, monkey
     assert len(t.records) == 1 and t.bad_lines == 6
     path.write_text("\n".join(lines[1:]) + "\n")
     assert main(["replay", str(path)]) == 2
-    assert "no whole trace record" in _one_line_error(capsys)
+    assert "not a trace (no line of it is a trace record)" in _one_line_error(capsys)
     monkeypatch.setattr(tr, "MAX_TRACE_BYTES", 10)
     with pytest.raises(EngineError, match="larger than a trace may be"):
         tr.read_trace(str(path))

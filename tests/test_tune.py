@@ -161,7 +161,8 @@ def test_tune_errors_are_one_line(tmp_path):
         assert r.returncode == 2 and last.startswith("mlir-rl-tui: error:") and what in last, r.stderr
         assert "Traceback" not in r.stderr
     r = cli("tune", "add", "--minutes", "0", "-o", str(tmp_path / "x.so"))
-    assert r.returncode == 2 and "0 is not a positive number of minutes" in r.stderr  # argparse: usage, then it
+    assert r.returncode == 2 and "0 is not a positive number of minutes" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1  # argparse's error too is one line
 
 
 # -- the database ----------------------------------------------------------------------------------

@@ -21,8 +21,9 @@ import os
 import re
 import sys
 import textwrap
+from collections.abc import Sequence
 from types import ModuleType
-from typing import NamedTuple
+from typing import NamedTuple, NoReturn
 
 from mlir_rl_tui.commands.common import CliError, fail
 
@@ -104,6 +105,23 @@ def _define(p: argparse.ArgumentParser, cmd: Command) -> argparse.ArgumentParser
     return p
 
 
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line on stderr, `PROG: error: MESSAGE (PROG --help)`, exit
+    status 2: a bad option value, an invalid choice, a missing argument. Subparsers (`add_subparsers`, also
+    the commands' own, as in `dataset export`) are of this class too. Arguments a parser does not know are
+    its own error, named with its own PROG, not its parent's."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {' '.join(message.split())} ({self.prog} --help)\n")
+
+    def parse_known_args(self, args: Sequence[str] | None = None,
+                         namespace: argparse.Namespace | None = None) -> tuple[argparse.Namespace, list[str]]:
+        namespace, extra = super().parse_known_args(args, namespace)
+        if extra:
+            self.error(f"unrecognized arguments: {' '.join(extra)}")
+        return namespace, extra
+
+
 class _Version(argparse.Action):
     """`--version`: the installed version, looked up only when asked (importlib.metadata)."""
 
@@ -118,13 +136,13 @@ class _Version(argparse.Action):
 
 
 def app_parser() -> argparse.ArgumentParser:
-    return _define(argparse.ArgumentParser(prog="mlir-rl-tui", formatter_class=_Paragraphs), APP)
+    return _define(_Parser(prog="mlir-rl-tui", formatter_class=_Paragraphs), APP)
 
 
 def build_parser(name: str | None = None) -> argparse.ArgumentParser:
     """The whole command line; only the command `name` gets its arguments (its module is imported)."""
     usage = app_parser().format_usage().removeprefix("usage: ").strip()
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="mlir-rl-tui", usage=f"{usage}\n       mlir-rl-tui COMMAND [-h] ...", description=DESCRIPTION,
         epilog=EPILOG, formatter_class=_Paragraphs)
     parser.add_argument("--version", action=_Version, help="print the version and exit")

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import os
 
 from mlir_rl_tui.commands.common import (
+    CliError,
     Deadline,
     add_entry,
     add_json,
@@ -15,6 +17,9 @@ from mlir_rl_tui.commands.common import (
     fail,
     load_program,
     make_engine,
+    note,
+    output_file,
+    positive_int,
     write_text,
 )
 
@@ -24,9 +29,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_entry(p)
     p.add_argument("--schedule", default="", help="e.g. 'op0: TP(64,64,0) T(8,32,1) V' ('' = baseline)")
     add_json(p)
-    p.add_argument("-o", "--output", help="write the transformed module (before lowering) here")
-    p.add_argument("--emit-transform", help="write payload + transform script that mlir-opt --transform-interpreter replays")
-    p.add_argument("--runs", type=int, default=None,
+    p.add_argument("-o", "--output", help="write the transformed module (before lowering) here (when the "
+                                          "measurement is ok; a failed one leaves the file as it was)")
+    p.add_argument("--emit-transform", help="write payload + transform script that mlir-opt --transform-interpreter "
+                                            "replays (when the measurement is ok, like -o)")
+    p.add_argument("--runs", type=positive_int, default=None,
                    help="at least this many timing rounds (default 10); the time is the median over the rounds "
                         "of each round's fastest run, with its 95%% interval")
     p.add_argument("--no-cache", action="store_true", help="measure even if the cache has an answer")
@@ -40,27 +47,39 @@ def run(args: argparse.Namespace) -> int:
     from mlir_rl_tui.engine.mask import check_schedule
     from mlir_rl_tui.progress import ProgressLine
 
+    # the files to write (not the program, not each other), checked now and written once the measurement is ok
+    for path in (args.output, args.emit_transform):
+        if path:
+            output_file(path, [args.file])
+    if args.output and args.emit_transform and os.path.realpath(args.output) == os.path.realpath(args.emit_transform):
+        raise CliError(f"-o and --emit-transform both name {args.output}; give each its own file")
     prog = load_program(args)
     sched = parse(args.schedule)
     check_schedule(prog, sched)  # one-line ScheduleError before any work
     check_measurable(prog, args.file, args.max_seconds)
+    texts: dict[str, str] = {}
     if args.emit_transform:
         from mlir_rl_tui.engine.export import replayable
 
-        write_text(args.emit_transform, replayable(prog, sched))
+        texts[args.emit_transform] = replayable(prog, sched)
     with ProgressLine() as line, make_engine(args) as eng, Deadline(args.max_seconds) as limit:
         if args.output:
             status, text = eng.transformed_ir(prog, sched)
             if status != "ok":
                 line.clear()
                 return fail(f"{status}: {text}", 1)
-            write_text(args.output, text)
+            texts[args.output] = text
         m = eng.measure(prog, sched, on_progress=line.phase("apply"), cancel=limit.cancel, deadline=limit.at)
         if m.status == "cancelled":
             doing = line.text
             line.clear()
             return limit.stopped(doing)
         groups = eng.per_op(prog, sched) if args.per_op and m.ok and not limit.cancel.is_set() else None
+    if m.ok:
+        for path, text in texts.items():
+            write_text(path, text)
+    elif texts:
+        note(f"{' and '.join(texts)} not written: the measurement is not ok")
     if args.json:
         emit({**m.to_json(), **({"per_op": groups} if groups is not None else {})})
     elif m.ok:

@@ -6,10 +6,13 @@ Nothing heavy at import time: the engine (MLIR), torch and Textual are imported 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import math
 import os
+import shutil
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 
 
 class CliError(Exception):
@@ -84,18 +87,62 @@ def check_measurable(prog, name: str, max_seconds: float | None = None) -> None:
 
 
 def positive(unit: str) -> Callable[[str], float]:
-    """An argparse `type` for a positive number of `unit` (seconds, minutes)."""
+    """An argparse `type` for a positive, finite number of `unit` (seconds, minutes): not inf, nan or 1e400."""
 
     def parse(text: str) -> float:
         try:
             value = float(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"{text!r} is not a number of {unit}") from None
+        if not math.isfinite(value):
+            raise argparse.ArgumentTypeError(f"{text} is not a finite number of {unit}")
         if not value > 0:
             raise argparse.ArgumentTypeError(f"{text} is not a positive number of {unit}")
         return value
 
     return parse
+
+
+def positive_int(text: str) -> int:
+    """An argparse `type` for a count (runs, rounds, a budget, members, epochs, ...): a whole number, 1 or more."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text} is not a positive whole number")
+    return value
+
+
+def checkpoint(what: str) -> Callable[[str], str]:
+    """An argparse `type` for a checkpoint file to read (`what`: "policy checkpoint", "cost model file"): a CliError
+    (one line) when it does not exist, is a directory, or is no torch checkpoint by its zip directory
+    (agent.checkpoint_file.problem; torch is not imported). Returns the path."""
+
+    def parse(text: str) -> str:
+        from mlir_rl_tui.agent.checkpoint_file import problem
+
+        if not os.path.lexists(text):
+            raise CliError(f"{text}: no such {what}")
+        why = problem(text)
+        if why:
+            raise CliError(f"{text}: {why}")
+        return text
+
+    return parse
+
+
+def input_shape(text: str) -> str:
+    """An argparse `type` for `--input SHAPE[:DTYPE]` of a PyTorch module (agent.torch_import.parse_input:
+    its form, its element type, no dimension under 1); a CliError (one line) otherwise. Returns the text."""
+    from mlir_rl_tui.agent.torch_import import parse_input
+    from mlir_rl_tui.engine.errors import EngineError
+
+    try:
+        parse_input(text)
+    except EngineError as e:
+        raise CliError(str(e)) from None
+    return text
 
 
 def add_max_seconds(p: argparse.ArgumentParser) -> None:
@@ -115,7 +162,8 @@ class Deadline:
         self.seconds = seconds
         self.cancel = threading.Event()
         self.at = time.time() + seconds - min(2.0, max(0.3, 0.05 * seconds)) if seconds else None
-        self._timer = threading.Timer(seconds, self.cancel.set) if seconds else None
+        # the timer waits at most 1e9 s (31 years): a longer wait overflows the platform's time_t in its thread
+        self._timer = threading.Timer(min(seconds, 1e9), self.cancel.set) if seconds else None
         if self._timer is not None:
             self._timer.daemon = True
             self._timer.start()
@@ -154,11 +202,82 @@ def load_policy(path: str | None):
 
 
 def write_text(path: str, text: str) -> None:
+    """Write `text` to `path` in one step (`replacing`): a failed write leaves the file as it was."""
+    with replacing(path) as tmp, open(tmp, "w") as f:
+        f.write(text)
+
+
+def _same_file(a: str, b: str) -> bool:
+    """Whether the paths name one file: the same inode when both exist, else the same resolved path."""
     try:
-        with open(path, "w") as f:
-            f.write(text)
+        if os.path.exists(a) and os.path.exists(b):
+            return os.path.samefile(a, b)
+    except OSError:
+        pass
+    return os.path.realpath(a) == os.path.realpath(b)
+
+
+def output_file(path: str, inputs: Iterable[str] = ()) -> str:
+    """Check a file the user named for a command to write, before the command does any work: a CliError
+    (one line) when `path` is a folder, when its folder does not exist (or is a file), or when it is the
+    same file as one of `inputs` (by any name: links, `./`, `..`). Returns `path`."""
+    if os.path.isdir(path):
+        raise CliError(f"{path}: is a folder; give the name of a file to write")
+    folder = os.path.dirname(path) or "."
+    if not os.path.isdir(folder):
+        what = "is a file, not a folder" if os.path.exists(folder) else "no such folder"
+        raise CliError(f"{path}: {folder}: {what} (make the folder first, or give another path)")
+    for other in inputs:
+        if other and _same_file(path, other):
+            raise CliError(f"{path}: the same file as {other}, which this command reads; give another path to write")
+    return path
+
+
+def trace_file(path: str, inputs: Iterable[str] = ()) -> str:
+    """`output_file` for a trace a command appends to (`--trace`, `--record`): also a CliError when the file
+    exists and is not a trace (engine.trace.check_appendable), so nothing is appended to another file."""
+    from mlir_rl_tui.engine.errors import EngineError
+    from mlir_rl_tui.engine.trace import check_appendable
+
+    output_file(path, inputs)
+    try:
+        check_appendable(path)
+    except EngineError as e:
+        raise CliError(str(e)) from None
+    return path
+
+
+@contextlib.contextmanager
+def replacing(path: str) -> Iterator[str]:
+    """A temporary file name beside `path` for the block to write. When the block ends without an
+    exception that file takes `path`'s place in one step (os.replace, with `path`'s permissions; a link is
+    followed: its target is replaced); otherwise it is removed, so a failed or interrupted command leaves
+    `path` as it was. A `path` that exists and is not a regular file (a device such as /dev/null, a pipe) is
+    written directly.
+    An OSError inside becomes a one-line CliError, and a user error (CliError, EngineError) whose message
+    names the temporary file names `path` instead."""
+    direct = os.path.exists(path) and not os.path.isfile(path)
+    final = os.path.realpath(path) if os.path.islink(path) else path
+    folder, base = os.path.split(final)
+    tmp = path if direct else os.path.join(folder, f".{base}.{os.getpid()}.tmp")
+    try:
+        yield tmp
+        if not direct:
+            if os.path.exists(final):  # the file keeps its permissions
+                shutil.copymode(final, tmp)
+            os.replace(tmp, final)
     except OSError as e:
-        raise CliError(f"cannot write {path}: {e.strerror}") from None
+        raise CliError(f"cannot write {path}: {e.strerror or e}") from None
+    except Exception as e:
+        errors = sys.modules.get("mlir_rl_tui.engine.errors")
+        user = isinstance(e, CliError) or (errors is not None and isinstance(e, errors.EngineError))
+        if user and not direct and tmp in str(e):
+            raise CliError(str(e).replace(tmp, path)) from None
+        raise
+    finally:
+        if not direct:
+            with contextlib.suppress(OSError):
+                os.remove(tmp)
 
 
 def fmt_speedup(s) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 
-from mlir_rl_tui.commands.common import CliError, add_json, emit
+from mlir_rl_tui.commands.common import CliError, add_json, emit, output_file, replacing
 
 DESCRIPTION = """Converts a policy checkpoint or a PPO resume state (last.pt) written by an older mlir-rl-tui,
 whose limits and metadata were pickled Python objects, to the current format: tensors plus JSON, which
@@ -16,7 +16,8 @@ refused, not run. Convert only files you trust all the same: the weights decide 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("old", metavar="OLD", help="checkpoint in the older format (a file you trust)")
-    p.add_argument("new", metavar="NEW", help="where to write the converted checkpoint")
+    p.add_argument("new", metavar="NEW", help="where to write the converted checkpoint (written once it converted "
+                                              "and loads; a failed conversion leaves NEW as it was)")
     add_json(p)
 
 
@@ -25,11 +26,17 @@ def run(args: argparse.Namespace) -> int:
 
     if not os.path.exists(args.old):
         raise CliError(f"{args.old}: no such checkpoint")
-    kind = convert(args.old, args.new)
-    if kind == "policy":
-        from mlir_rl_tui.agent.policy import load
+    output_file(args.new, [args.old])
+    with replacing(args.new) as tmp:  # NEW is replaced only by a checkpoint that converted and loads
+        kind = convert(args.old, tmp)
+        if kind == "policy":
+            from mlir_rl_tui.agent.policy import load
+            from mlir_rl_tui.engine.errors import EngineError
 
-        load(args.new)  # the converted policy must load like any other
+            try:
+                load(tmp)  # the converted policy must load like any other
+            except EngineError as e:  # its cause is in OLD: name it
+                raise CliError(str(e).replace(tmp, args.old)) from None
     if args.json:
         emit({"old": args.old, "new": args.new, "kind": kind})
     else:

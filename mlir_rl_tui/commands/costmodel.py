@@ -7,7 +7,7 @@ import math
 import os
 import time
 
-from mlir_rl_tui.commands.common import CliError, add_json, emit
+from mlir_rl_tui.commands.common import CliError, add_json, checkpoint, emit, positive_int
 
 DESCRIPTION = """
 The cost model predicts a schedule's speedup over the untransformed program, with an error bar, without
@@ -45,11 +45,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         q.add_argument("--cache", metavar="DIR", help="cache folder (default: $MLIR_RL_TUI_CACHE or the user's)")
         add_json(q)
     t.add_argument("--out", default="costmodel.pt", help="model file to write (default costmodel.pt)")
-    t.add_argument("--members", type=int, default=5, help="ensemble size, for the error bar (default 5)")
-    t.add_argument("--epochs", type=int, default=400, help="training steps per member (default 400)")
+    t.add_argument("--members", type=positive_int, default=5, help="ensemble size, for the error bar (default 5)")
+    t.add_argument("--epochs", type=positive_int, default=400, help="training steps per member (default 400)")
     t.add_argument("--seed", type=int, default=0)
-    e.add_argument("--model", metavar="FILE", help="cost model file (default: the shipped one)")
-    c.add_argument("--model", metavar="FILE", help="cost model file (default: the shipped one)")
+    for q in (e, c):
+        q.add_argument("--model", metavar="FILE", type=checkpoint("cost model file"),
+                       help="cost model file (default: the shipped one)")
     c.add_argument("--out", metavar="FILE", help="where to write the calibrated model (default: over --model)")
     for q in (t, c):
         q.add_argument("--level", type=float, default=0.9,
@@ -75,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
 
     folder = args.cache or default_cache_dir()
     if args.cache and not os.path.isdir(folder):
-        raise CliError(f"--cache {folder}: no such folder")
+        raise CliError(f"--cache {folder}: " + ("a file, not a folder" if os.path.exists(folder) else "no such folder"))
     programs = cm.read_programs(args.programs, args.held_out)
     cache = Cache(os.path.join(folder, CACHE_FILE))
     try:
@@ -123,8 +124,6 @@ def _calibrate(args, cm, programs, held) -> int:
 def _train(args, cm, programs, samples, held) -> int:
     from mlir_rl_tui.progress import ProgressLine
 
-    if args.members < 1 or args.epochs < 1:
-        raise CliError("--members and --epochs must be at least 1")
     train = [s for s in samples if s.program not in programs.held_out]
     start = time.monotonic()
     with ProgressLine() as line:

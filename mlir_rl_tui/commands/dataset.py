@@ -5,32 +5,37 @@ from __future__ import annotations
 import argparse
 import time
 
-from mlir_rl_tui.commands.common import CliError, emit, make_engine
+from mlir_rl_tui.commands.common import CliError, emit, make_engine, output_file, positive_int, replacing
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     sub = p.add_subparsers(dest="dataset_command", metavar="ACTION")
     g = sub.add_parser("generate", help="write N programs and manifest.json (paper Sec. VI-A)")
     g.add_argument("--out", required=True, help="output folder")
-    g.add_argument("--n", type=int, default=50, help="number of programs (default 50)")
+    g.add_argument("--n", type=positive_int, default=50, help="number of programs (default 50)")
     g.add_argument("--seed", type=int, default=0)
     g.add_argument("--eval-fraction", type=float, default=0.2, help="share of programs in the eval split")
     g.add_argument("--no-baseline", action="store_true", help="do not measure baselines (faster; no times)")
-    g.add_argument("--runs", type=int, default=5, help="timed runs per baseline (median reported)")
+    g.add_argument("--runs", type=positive_int, default=5, help="timed runs per baseline (median reported)")
     g.add_argument("--json", action="store_true", help="print the manifest as one JSON object")
+    g.add_argument("--force", action="store_true", help="write into a folder that already holds a data set "
+                                                        "(its manifest.json and same-named programs are overwritten)")
     m = sub.add_parser("measure", help="measure schedules of a data set's programs for the cost model (costmodel train)")
     m.add_argument("programs", nargs="+", metavar="DIR|FILE",
                    help="engine.dataset folders (their programs, or one --split) and .mlir files")
     m.add_argument("--split", choices=["train", "eval", "all"], default="all", help="which split of a folder")
-    m.add_argument("--budget", type=int, default=20, help="measurements per search method and program (default 20)")
+    m.add_argument("--budget", type=positive_int, default=20, help="measurements per search method and program (default 20)")
     m.add_argument("--methods", default=",".join(("random", "hill")),
                    help="comma-separated search methods run on each program (default random,hill)")
     m.add_argument("--seed", type=int, default=0)
-    m.add_argument("--runs", type=int, default=3, help="timing rounds per measurement (default 3: cheap data)")
-    e = sub.add_parser("export", help="write the cache's measurements of some programs to a file (dataset import reads it)")
-    e.add_argument("file", metavar="FILE", help="the measurement file to write (gzipped JSON lines)")
+    m.add_argument("--runs", type=positive_int, default=3, help="timing rounds per measurement (default 3: cheap data)")
+    e = sub.add_parser("export", help="write the cache's measurements of some programs to a file (dataset import reads it)",
+                       usage="%(prog)s [-h] FILE --programs DIR|FILE [DIR|FILE ...]")  # FILE first: --programs takes the rest
+    e.add_argument("file", metavar="FILE", help="the measurement file to write (gzipped JSON lines; replaced "
+                                                "only once it is written whole)")
     e.add_argument("--programs", nargs="+", required=True, metavar="DIR|FILE",
-                   help="engine.dataset folders, folders of .mlir files and .mlir files whose rows to write")
+                   help="engine.dataset folders, folders of .mlir files and .mlir files whose rows to write (after "
+                        "FILE: --programs takes the rest of the line)")
     i = sub.add_parser("import", help="put a measurement file's rows into the cache (the cache's own rows win)")
     i.add_argument("file", metavar="FILE", help="a file written by dataset export")
     i.add_argument("--as-this-machine", action="store_true",
@@ -53,6 +58,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     if not 0 <= args.eval_fraction <= 1:
         raise CliError(f"--eval-fraction must be between 0 and 1, not {args.eval_fraction}")
+    check_out_folder(args.out, args.force)
     start = time.monotonic()
     eng = None if args.no_baseline else make_engine(args)
     try:
@@ -90,7 +96,22 @@ def program_paths(items: list[str], split: str = "all") -> list[str]:
             out.append(item)
         else:
             raise CliError(f"{item}: no such file or folder")
+    if not out:
+        raise CliError(f"no .mlir programs found in {', '.join(items)}")
     return out
+
+
+def check_out_folder(out: str, force: bool) -> None:
+    """`generate --out`: a CliError (one line) for a file, and, unless `force`, for a folder that already
+    holds a data set (its manifest.json and programs would be overwritten)."""
+    import os
+
+    if os.path.exists(out) and not os.path.isdir(out):
+        raise CliError(f"--out {out}: is a file, not a folder")
+    manifest = os.path.join(out, "manifest.json")
+    if os.path.exists(manifest) and not force:
+        raise CliError(f"--out {out}: holds a data set already ({manifest}); give another --out, or --force "
+                       "overwrites it")
 
 
 def run_measure(args: argparse.Namespace) -> int:
@@ -102,8 +123,6 @@ def run_measure(args: argparse.Namespace) -> int:
     bad = [m for m in methods if m not in METHODS]
     if bad or not methods:
         raise CliError(f"unknown search method {','.join(bad) or '(none)'}; choose from {', '.join(METHODS)}")
-    if args.budget < 1:
-        raise CliError(f"--budget must be at least 1, not {args.budget}")
     paths = program_paths(args.programs, args.split)
     start = time.monotonic()
     with ProgressLine() as line, make_engine(args) as eng:
@@ -126,8 +145,11 @@ def run_transfer(args: argparse.Namespace) -> int:
     if not cache.usable:
         raise CliError(f"the measurement cache {cache.folder} cannot be used")
     if args.dataset_command == "export":
-        shas = {load_file(p).sha256 for p in program_paths(args.programs)}
-        n = mf.export_measurements(cache, args.file, shas)
+        paths = program_paths(args.programs)
+        output_file(args.file, [*paths, cache.path])
+        shas = {load_file(p).sha256 for p in paths}
+        with replacing(args.file) as tmp:  # an existing FILE is replaced only by a whole export
+            n = mf.export_measurements(cache, tmp, shas)
         print(f"{args.file}: {n} measurements of {len(shas)} programs")
         return 0
     if args.as_this_machine:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from mlir_rl_tui.commands.common import add_json, emit
+from mlir_rl_tui.commands.common import add_json, emit, positive_int
 
 DESCRIPTION = ("Paste its output into a bug report. It reads the CPU model, the cores and steal time, takes the "
                "roofline from the cache (measured and kept the first time, about 10 s), and times the matmul "
@@ -17,7 +17,7 @@ DESCRIPTION = ("Paste its output into a bug report. It reads the CPU model, the 
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--repeats", type=int, default=5, help="fresh measurements of each reference schedule (default 5)")
+    p.add_argument("--repeats", type=positive_int, default=5, help="fresh measurements of each reference schedule (default 5)")
     add_json(p)
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import os
 
-from mlir_rl_tui.commands.common import CliError, add_json, emit
+from mlir_rl_tui.commands.common import CliError, add_json, emit, output_file, positive_int, replacing
 
 DESCRIPTION = """Writes OUT, a policy checkpoint holding the policies A, B, ... (2 to 4, of one layout). It schedules
 like one policy (optimize, evaluate, the app's suggestion): with --decode vote (the shipped policy's rule)
@@ -18,10 +18,11 @@ OUT is the K-th member (from 1) of the one ensemble given (e.g. of the shipped p
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("out", metavar="OUT", help="where to write the ensemble's checkpoint")
+    p.add_argument("out", metavar="OUT", help="where to write the ensemble's checkpoint (not one of the POLICY "
+                                              "files; written once it loads, else left as it was)")
     p.add_argument("members", metavar="POLICY", nargs="+", help="policy checkpoints (2 to 4); with --member, "
                    "the one ensemble to take a member of")
-    p.add_argument("--member", type=int, metavar="K", help="write the K-th member (from 1) of the ensemble POLICY "
+    p.add_argument("--member", type=positive_int, metavar="K", help="write the K-th member (from 1) of the ensemble POLICY "
                    "as a policy checkpoint of its own")
     p.add_argument("--decode", choices=("grouped", "consensus", "vote"), default="vote",
                    help="how the ensemble decodes (agent/explain.py): 'grouped' takes each tile size as the most "
@@ -39,18 +40,21 @@ def run(args: argparse.Namespace) -> int:
     for m in args.members:
         if not os.path.exists(m):
             raise CliError(f"{m}: no such policy checkpoint")
+    output_file(args.out, args.members)
     if args.member is not None:
         if len(args.members) != 1:
             raise CliError(f"--member takes one ensemble, not {len(args.members)} files")
-        save_member(args.members[0], args.member, args.out)
-        load_policy(args.out)
+        with replacing(args.out) as tmp:  # OUT is replaced only by a checkpoint that loads
+            save_member(args.members[0], args.member, tmp)
+            load_policy(tmp)
         if args.json:
             emit({"out": args.out, "member": args.member, "of": args.members[0]})
         else:
             print(f"{args.out}: member {args.member} of {args.members[0]}")
         return 0
-    save_ensemble(args.members, args.out, args.decode)
-    load_policy(args.out)  # the written file must load as the product loads it
+    with replacing(args.out) as tmp:
+        save_ensemble(args.members, tmp, args.decode)
+        load_policy(tmp)  # the written file must load as the product loads it
     if args.json:
         emit({"out": args.out, "members": args.members, "decode": args.decode})
     else:

@@ -7,7 +7,15 @@ import argparse
 import os
 import sys
 
-from mlir_rl_tui.commands.common import CliError, add_json, emit, load_policy, make_engine
+from mlir_rl_tui.commands.common import (
+    CliError,
+    add_json,
+    checkpoint,
+    emit,
+    load_policy,
+    make_engine,
+    positive_int,
+)
 
 #: Policies one evaluation measures side by side (each adds its schedules to every round).
 MAX_POLICIES = 8
@@ -15,11 +23,12 @@ MAX_POLICIES = 8
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--programs", nargs="+", required=True, help="folder, dataset manifest or .mlir files")
-    p.add_argument("--split", default="eval", help="split of a dataset manifest (default eval)")
-    p.add_argument("--policy", nargs="+", metavar="CHECKPOINT",
+    p.add_argument("--split", choices=["train", "eval", "all"], default="eval",
+                   help="split of a dataset manifest (default eval; all: every program)")
+    p.add_argument("--policy", nargs="+", metavar="CHECKPOINT", type=checkpoint("policy checkpoint"),
                    help="policy checkpoint (default: the shipped one); several (--policy A.pt B.pt): each one's "
                         "schedules measured in the same rounds, B, C, ... compared with the first program by program")
-    p.add_argument("--budget", type=int, nargs="+", default=[50],
+    p.add_argument("--budget", type=positive_int, nargs="+", default=[50],
                    help="hill-climbing measurements per program; several (--budget 50 100): one column each")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--no-torch", action="store_true", help="skip PyTorch eager timings")
@@ -29,8 +38,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "their ratios; choosing between policies on a validation set then takes minutes, not hours)")
     add_json(p)
     p.add_argument("--png", help="also save the plot as a PNG here")
-    p.add_argument("--runs", type=int, default=None, help="at least this many timing rounds per measurement")
-    p.add_argument("--rounds", type=int, default=3,
+    p.add_argument("--runs", type=positive_int, default=None, help="at least this many timing rounds per measurement")
+    p.add_argument("--rounds", type=positive_int, default=3,
                    help="the final schedules of the policy and of the search are measured again this many times, "
                         "interleaved (A B A B); the fastest run is reported (noise only adds time)")
     p.add_argument("--rows", metavar="FILE",
@@ -46,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
     from mlir_rl_tui.agent.evaluate import RowsError, RowsFile, evaluation, settings
     from mlir_rl_tui.progress import ProgressLine
 
-    paths = program_paths(args.programs, args.split)
+    paths = program_paths(args.programs, None if args.split == "all" else args.split)
     given = args.policy or [None]
     if len(given) > MAX_POLICIES:
         raise CliError(f"--policy takes at most {MAX_POLICIES} checkpoints, not {len(given)}")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import os
 
-from mlir_rl_tui.commands.common import CliError, add_json, emit
+from mlir_rl_tui.commands.common import CliError, add_json, emit, input_shape
 
 DESCRIPTION = """Exports an nn.Module with torch.export and torch-mlir (linalg on tensors, weights included).
 NAME is a module class (built with no arguments) or a factory returning a module. This RUNS FILE.py: import
@@ -15,8 +15,9 @@ only files you trust."""
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("spec", metavar="FILE.py:NAME")
-    p.add_argument("--input", action="append", default=[], metavar="SHAPE[:DTYPE]",
-                   help="shape of each input, in order, e.g. 1x3x32x32 or 16x64:f32 (default f32)")
+    p.add_argument("--input", action="append", default=[], metavar="SHAPE[:DTYPE]", type=input_shape,
+                   help="shape of each input, in order, e.g. 1x3x32x32 or 16x64:f32 (default f32; every "
+                        "dimension at least 1)")
     p.add_argument("-o", "--output", help="the .mlir file to write (default: NAME in lower case .mlir, in the current "
                                           "folder)")
     p.add_argument("--passes", default="all", metavar="LIST",

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from mlir_rl_tui.commands.common import trace_file
+
 DESCRIPTION = """Opens the app on a lesson: each step applies a schedule, measures it on this machine and
 explains it; ] next step, [ back, l back to the lesson after trying your own steps. Without NAME, lists the
 shipped lessons. A lesson is a small TOML file (docs/models.md, "Lessons")."""
@@ -11,7 +13,8 @@ shipped lessons. A lesson is a small TOML file (docs/models.md, "Lessons")."""
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("name", nargs="?", metavar="NAME|FILE", help="a shipped lesson (see the list) or a .toml file")
-    p.add_argument("--record", help="append a trace of the steps you take (not the lesson's own jumps) to this JSONL file")
+    p.add_argument("--record", type=trace_file, help="append a trace of the steps you take (not the lesson's own "
+                                                       "jumps) to this JSONL file (its folder must exist)")
 
 
 def run(args: argparse.Namespace) -> int:

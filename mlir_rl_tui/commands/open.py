@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from mlir_rl_tui.commands.common import CliError, add_entry, add_program
+from mlir_rl_tui.commands.common import CliError, add_entry, add_program, checkpoint, trace_file
 
 DESCRIPTION = """The file is parsed in the loader process while this one imports Textual: a bad file fails
 with one line before the screen is taken. With several candidate functions and no --entry, a picker asks."""
@@ -13,8 +13,10 @@ with one line before the screen is taken. With several candidate functions and n
 def add_arguments(p: argparse.ArgumentParser) -> None:
     add_program(p)
     add_entry(p)
-    p.add_argument("--policy", metavar="P", help="policy checkpoint for suggestions (default: the shipped one)")
-    p.add_argument("--record", metavar="TRACE", help="append a trace of every step to this JSONL file")
+    p.add_argument("--policy", metavar="P", type=checkpoint("policy checkpoint"),
+                   help="policy checkpoint for suggestions (default: the shipped one)")
+    p.add_argument("--record", metavar="TRACE", type=trace_file,
+                   help="append a trace of every step to this JSONL file (its folder must exist)")
 
 
 def run(args: argparse.Namespace) -> int:

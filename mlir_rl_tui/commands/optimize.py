@@ -11,19 +11,21 @@ from mlir_rl_tui.commands.common import (
     add_max_seconds,
     add_program,
     check_measurable,
+    checkpoint,
     emit,
     load_policy,
     load_program,
     make_engine,
+    positive_int,
 )
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     add_program(p)
     add_entry(p)
-    p.add_argument("--policy", help="policy checkpoint (default: the shipped one)")
+    p.add_argument("--policy", type=checkpoint("policy checkpoint"), help="policy checkpoint (default: the shipped one)")
     add_json(p)
-    p.add_argument("--runs", type=int, default=5, help="timed runs (median reported)")
+    p.add_argument("--runs", type=positive_int, default=5, help="timed runs (median reported)")
     p.add_argument("--no-cache", action="store_true", help="measure even if the cache has an answer")
     add_max_seconds(p)
     p.add_argument("--no-fallback", action="store_true",

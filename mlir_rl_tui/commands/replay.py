@@ -5,14 +5,22 @@ from __future__ import annotations
 import argparse
 import os
 
-from mlir_rl_tui.commands.common import CliError, add_entry, add_json, emit, fmt_speedup, make_engine
+from mlir_rl_tui.commands.common import (
+    CliError,
+    add_entry,
+    add_json,
+    emit,
+    fmt_speedup,
+    make_engine,
+    positive_int,
+)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("trace", help="JSONL trace written by search, the env or the app")
     add_entry(p)
     add_json(p)
-    p.add_argument("--runs", type=int, default=5, help="timed runs per measurement (median reported)")
+    p.add_argument("--runs", type=positive_int, default=5, help="timed runs per measurement (median reported)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -25,8 +33,10 @@ def run(args: argparse.Namespace) -> int:
     except OSError as e:
         raise CliError(f"cannot read {args.trace}: {e.strerror}") from None
     episodes = tr.episodes()
+    if not episodes and tr.bad_lines:  # lines, none of them a record: another kind of file
+        raise CliError(f"{args.trace}: not a trace (no line of it is a trace record)")
     if not episodes:
-        raise CliError(f"{args.trace}: no whole trace record" + (" (truncated)" if tr.truncated else ""))
+        raise CliError(f"{args.trace}: no whole trace record" + (" (truncated)" if tr.truncated else " (empty)"))
     rows = []
     with ProgressLine() as line, make_engine(args) as eng:
         for i, ep in enumerate(episodes):

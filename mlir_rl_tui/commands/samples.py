@@ -77,6 +77,9 @@ def _targets(paths: dict[str, str], output: str) -> dict[str, str]:
     if len(paths) == 1 and output.endswith(".mlir") and not os.path.isdir(output):
         return {src: output for src in paths.values()}
     if os.path.exists(output) and not os.path.isdir(output):
+        if len(paths) == 1:
+            raise CliError(f"{output}: exists and is neither a folder nor a .mlir file (-o DIR writes "
+                           "DIR/NAME.mlir; -o FILE.mlir writes that file)")
         raise CliError(f"{output}: not a folder (several samples go into a folder)")
     return {src: os.path.join(output, os.path.basename(src)) for src in paths.values()}
 

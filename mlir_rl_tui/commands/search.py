@@ -11,10 +11,13 @@ from mlir_rl_tui.commands.common import (
     add_json,
     add_program,
     check_measurable,
+    checkpoint,
     emit,
     fmt_speedup,
     load_program,
     make_engine,
+    positive_int,
+    trace_file,
 )
 
 
@@ -24,24 +27,26 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_program(p)
     add_entry(p)
     p.add_argument("--method", choices=list(METHODS), default="hill")
-    p.add_argument("--budget", type=int, default=30, help="measurements the search may make (default 30)")
+    p.add_argument("--budget", type=positive_int, default=30, help="measurements the search may make (default 30)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--start", metavar="SCHEDULE", help="(hill) climb from this schedule, e.g. the app's or a "
                                                       "policy's ('op0: TP(32,32,0) T(8,32,1) V; op1: T(4,0) V'), "
                                                       "instead of hill climbing's own starting points")
     add_json(p)
-    p.add_argument("--trace", help="append the best schedule as a trace episode to this JSONL file")
-    p.add_argument("--runs", type=int, default=5, help="timed runs per measurement (median reported)")
-    p.add_argument("--model", metavar="FILE", help="the cost model of --method guided (default: the shipped one; "
-                                                   "`mlir-rl-tui costmodel train` makes one)")
+    p.add_argument("--trace", help="append the best schedule as a trace episode to this JSONL file (new, or a "
+                                   "trace: another existing file is refused before the search)")
+    p.add_argument("--runs", type=positive_int, default=5, help="timed runs per measurement (median reported)")
+    p.add_argument("--model", metavar="FILE", type=checkpoint("cost model file"),
+                   help="the cost model of --method guided (default: the shipped one; `mlir-rl-tui costmodel "
+                        "train` makes one)")
 
 
 def run(args: argparse.Namespace) -> int:
     from mlir_rl_tui.engine.search import NEEDS_RANKER, search
     from mlir_rl_tui.progress import ProgressLine
 
-    if args.budget < 1:
-        raise CliError(f"--budget must be at least 1, not {args.budget}")
+    if args.trace:
+        trace_file(args.trace, [args.file])
     prog = load_program(args)
     check_measurable(prog, args.file)
     begin = None

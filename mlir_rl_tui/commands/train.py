@@ -13,7 +13,7 @@ import sys
 import textwrap
 
 from mlir_rl_tui.agent import ppo_args, recipes
-from mlir_rl_tui.commands.common import CliError
+from mlir_rl_tui.commands.common import CliError, positive_int
 
 USAGE = "mlir-rl-tui train [--recipe default --out DIR | --programs ... --out DIR] [options]"
 DESCRIPTION = """--recipe default --out DIR makes the shipped policy from the repository alone, resuming
@@ -23,7 +23,8 @@ BC_EPOCHS = 100  # behaviour cloning on --bc traces
 _PPO = {f.name: f for f in dataclasses.fields(ppo_args.Args)}
 _RECIPE = {f.name: f for f in dataclasses.fields(recipes.DefaultRecipe)}
 _BC = {"bc", "bc_epochs"}
-_TYPES = {"int": int, "int | None": int, "float": float, "float | None": float}
+_TYPES = {"int": positive_int, "int | None": positive_int, "float": float, "float | None": float}
+_SIGNED = {"seed"}  # the int fields that are not counts (every other one is 1 or more)
 
 
 def field_docs(cls: type) -> dict[str, str]:
@@ -62,8 +63,8 @@ def _option(group, f: dataclasses.Field, help: str, nargs: str = "*") -> None:
     elif str(f.type).startswith("list"):
         group.add_argument(name, nargs=nargs, default=argparse.SUPPRESS, help=help, metavar="PATH")
     else:
-        group.add_argument(name, type=_TYPES.get(str(f.type), str), default=argparse.SUPPRESS, help=help,
-                           metavar=metavar)
+        kind = int if f.name in _SIGNED else _TYPES.get(str(f.type), str)
+        group.add_argument(name, type=kind, default=argparse.SUPPRESS, help=help, metavar=metavar)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

@@ -8,7 +8,7 @@ import os
 import threading
 import time
 
-from mlir_rl_tui.commands.common import CliError, emit, make_engine, positive
+from mlir_rl_tui.commands.common import CliError, checkpoint, emit, input_shape, make_engine, output_file, positive
 
 DESCRIPTION = """MODEL is a PyTorch module (FILE.py:NAME with --input for each input: imported like `mlir-rl-tui
 import`, which RUNS FILE.py: only files you trust) or a .mlir file. Each op starts from the best known schedule of
@@ -20,12 +20,13 @@ reported."""
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("model", metavar="MODEL", help="FILE.py:NAME (a PyTorch module) or a .mlir file")
-    p.add_argument("--input", action="append", default=[], metavar="SHAPE[:DTYPE]",
+    p.add_argument("--input", action="append", default=[], metavar="SHAPE[:DTYPE]", type=input_shape,
                    help="(FILE.py:NAME) shape of each input, in order, e.g. 1x3x32x32")
     p.add_argument("--minutes", type=positive("minutes"), default=5.0, help="wall-clock budget (default 5)")
     p.add_argument("-o", "--output", required=True, help="the library to write (OUT.so, OUT.so.json beside it; "
                                                          "an imported model's program is OUT.mlir)")
-    p.add_argument("--policy", help="policy checkpoint for the start (default: the shipped one)")
+    p.add_argument("--policy", type=checkpoint("policy checkpoint"),
+                   help="policy checkpoint for the start (default: the shipped one)")
     p.add_argument("--no-policy", action="store_true", help="start the ops the database does not know untransformed")
     p.add_argument("--db", metavar="FILE", help="the tuning database (default: tuning.sqlite in the cache folder)")
     p.add_argument("--continue", dest="continue_cut", action="store_true",
@@ -60,6 +61,11 @@ def run(args: argparse.Namespace) -> int:
     from mlir_rl_tui.engine.tuning_db import TuningDB
     from mlir_rl_tui.progress import ProgressLine
 
+    model_file = args.model.rsplit(":", 1)[0] if ".py:" in args.model else args.model
+    written = [args.output, args.output + ".json"]  # and the imported program beside them
+    written += [os.path.splitext(args.output)[0] + ".mlir"] if ".py:" in args.model else []
+    for path in written:
+        output_file(path, [model_file])  # before the minutes of tuning
     with ProgressLine() as line:
         line.update(f"tune: importing {args.model}" if ".py:" in args.model else f"tune: loading {args.model}")
         path, info = import_model(args)

@@ -4,18 +4,20 @@ from __future__ import annotations
 
 import argparse
 
-from mlir_rl_tui.commands.common import emit
+from mlir_rl_tui.commands.common import emit, output_file, replacing
 
 DESCRIPTION = """show: its workloads and their best schedules on this machine kind (--all: every kind). export FILE:
 its records as JSON lines (a team shares one file per machine kind). import FILE: merge such a file; a line
 whose checksum does not match is refused. Records are only starting points: `tune` measures and checks every
-schedule it hands back."""
+schedule it hands back. show and export only read a --db FILE: a missing file, or one that is not a tuning
+database, is an error and is left as it was."""
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("action", choices=["show", "export", "import"])
     p.add_argument("file", nargs="?", metavar="FILE", help="the file to export to or import from")
-    p.add_argument("--db", metavar="FILE", help="the tuning database (default: tuning.sqlite in the cache folder)")
+    p.add_argument("--db", metavar="FILE", help="the tuning database (default: tuning.sqlite in the cache folder; "
+                                                "show and export read it only, import creates it)")
     p.add_argument("--all", action="store_true", help="every machine kind, not only this one")
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
@@ -25,12 +27,16 @@ def run(args: argparse.Namespace) -> int:
     from mlir_rl_tui.engine.engine import machine_key
     from mlir_rl_tui.engine.tuning_db import TuningDB
 
-    db = TuningDB(args.db)
-    machine = None if args.all else machine_key()
     if args.action in ("export", "import") and not args.file:
         raise CliError(f"tuning-db {args.action} needs a FILE")
+    # show and export only read: a --db file the user named is opened as it is (never created, repaired or
+    # moved aside); the default database, the product's own, opens as `tune` opens it
+    db = TuningDB(args.db, readonly=args.action != "import" and args.db is not None)
+    machine = None if args.all else machine_key()
     if args.action == "export":
-        n = db.export(args.file, machine)
+        output_file(args.file, [db.path])  # before any record is read
+        with replacing(args.file) as tmp:  # an existing FILE is replaced only by a whole export
+            n = db.export(tmp, machine)
         out = {"file": args.file, "lines": n, "machine": machine or "all"}
         emit(out) if args.json else print(f"{args.file}: {n} records and tunings"
                                           + (" of this machine kind" if machine else ""))

@@ -81,6 +81,8 @@ def load(name_or_path: str) -> Lesson:
         raise EngineError(f"{path}: cannot read the lesson ({e.strerror})") from None
     except tomllib.TOMLDecodeError as e:
         raise EngineError(f"{path}: not a lesson (TOML: {e})") from None
+    except UnicodeDecodeError:
+        raise EngineError(f"{path}: not a lesson (not UTF-8 text; a lesson is a TOML file)") from None
     for key in ("title", "program", "step"):
         if key not in data:
             raise EngineError(f"{path}: missing `{key}`")
