@@ -543,6 +543,8 @@ def _arith_counts(op) -> dict[str, int]:
 
 
 _VECTOR_BODY_OK = ("arith.", "math.", "linalg.yield", "linalg.index")
+#: Body ops with regions of their own (scf.if, scf.for, ...): the compile pipeline cannot lower them there.
+_CONTROL_FLOW = ("scf.",)
 
 
 def _foreign_body_ops(op) -> list[str]:
@@ -632,6 +634,14 @@ def _describe(raw_ops: list, name: str) -> list[LinalgOp]:
         where = f"{name}:{_location(op)}"
         if op.name.startswith(_UNSUPPORTED):
             raise LoadError(f"{where}: {op.name} is not supported; lower it to linalg.generic first")
+        parent = op.parent.name if op.parent is not None else ""
+        if parent != "func.func":  # in a loop or a branch: bufferizing it into the region fails to compile
+            raise LoadError(f"{where}: {op.name} is inside {parent}; only linalg ops at the function's top level "
+                            "can be scheduled")
+        flow = [n for n in _body_op_names(op, nested=False) if n.startswith(_CONTROL_FLOW)]
+        if flow:  # the lowering leaves them half converted: LLVM cannot translate the result
+            raise LoadError(f"{where}: {op.name}'s body holds {flow[0]}; bodies with control flow are not "
+                            "supported (arith.select instead of scf.if)")
         try:
             maps = [ir.AffineMapAttr(a).value for a in linalg.get_indexing_maps(op)]
         except Exception:  # noqa: BLE001

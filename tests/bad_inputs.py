@@ -82,6 +82,47 @@ def multi_public() -> str:
     return matmul(16, "first") + add(16, "second")
 
 
+def linalg_in_a_loop() -> str:
+    """A linalg op inside an scf.while: bufferizing it into the loop fails to compile."""
+    return """func.func @f(%arg0: tensor<8xf32>) -> tensor<8xf32> {
+  %r = scf.while (%a = %arg0) : (tensor<8xf32>) -> tensor<8xf32> {
+    %c0 = arith.constant 0 : index
+    %x = tensor.extract %a[%c0] : tensor<8xf32>
+    %lim = arith.constant 100.0 : f32
+    %cond = arith.cmpf olt, %x, %lim : f32
+    scf.condition(%cond) %a : tensor<8xf32>
+  } do {
+  ^bb0(%b: tensor<8xf32>):
+    %e = tensor.empty() : tensor<8xf32>
+    %s = linalg.add ins(%b, %b : tensor<8xf32>, tensor<8xf32>) outs(%e : tensor<8xf32>) -> tensor<8xf32>
+    scf.yield %s : tensor<8xf32>
+  }
+  return %r : tensor<8xf32>
+}
+"""
+
+
+def branch_in_a_body() -> str:
+    """A linalg.generic whose body holds an scf.if: the lowering cannot translate it to LLVM."""
+    return """#map = affine_map<(d0, d1) -> (d0, d1)>
+func.func @f(%a: tensor<8x8xf32>, %o: tensor<8x8xf32>) -> tensor<8x8xf32> {
+  %r = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel"]}
+      ins(%a : tensor<8x8xf32>) outs(%o : tensor<8x8xf32>) {
+  ^bb0(%x: f32, %y: f32):
+    %c = arith.cmpf ogt, %x, %y : f32
+    %s = scf.if %c -> f32 {
+      %m = math.exp %x : f32
+      scf.yield %m : f32
+    } else {
+      scf.yield %y : f32
+    }
+    linalg.yield %s : f32
+  } -> tensor<8x8xf32>
+  return %r : tensor<8x8xf32>
+}
+"""
+
+
 def private_helper_first() -> str:
     return add(16, "helper", private=True) + matmul(16, "forward")
 
@@ -104,6 +145,8 @@ KINDS: dict[str, tuple[str, tuple[str, ...]]] = {
     "oversized_1gib_add": ("3.0 GiB, more than the 2 GiB", ("inspect", "apply", "app")),
     "too_many_ops": ("1500 linalg ops", ("inspect", "apply", "app")),
     "too_slow": ("limit for measuring", ("apply", "app")),
+    "linalg_in_a_loop": ("linalg.add is inside scf.while", ("inspect", "apply", "app")),
+    "branch_in_a_body": ("body holds scf.if", ("inspect", "apply", "app")),
 }
 
 
@@ -117,6 +160,7 @@ def write(kind: str, folder: pathlib.Path) -> pathlib.Path:
         "truncated_body": truncated_in_body,
         "nested_regions": nested_regions, "nested_attributes": nested_attributes, "nested_types": nested_types,
         "multi_public": multi_public, "private_helper_first": private_helper_first,
+        "linalg_in_a_loop": linalg_in_a_loop, "branch_in_a_body": branch_in_a_body,
         "oversized": lambda: (SAMPLES / "matmul.mlir").read_text().replace("256", "200000"),
         "too_many_ops": lambda: chain(1500), "too_slow": lambda: matmul(4096),
         "oversized_1gib_add": lambda: add(16384),  # two 1 GiB arguments and a 1 GiB result

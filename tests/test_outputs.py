@@ -13,23 +13,6 @@ import sys
 import pytest
 from conftest import SAMPLES
 
-# a program whose measurement fails (compile-error: MLIR's lowering refuses the loop), found by the bad-input sweep
-WHILE_TENSOR = """func.func @f(%arg0: tensor<8xf32>) -> tensor<8xf32> {
-  %r = scf.while (%a = %arg0) : (tensor<8xf32>) -> tensor<8xf32> {
-    %c0 = arith.constant 0 : index
-    %x = tensor.extract %a[%c0] : tensor<8xf32>
-    %lim = arith.constant 100.0 : f32
-    %cond = arith.cmpf olt, %x, %lim : f32
-    scf.condition(%cond) %a : tensor<8xf32>
-  } do {
-  ^bb0(%b: tensor<8xf32>):
-    %e = tensor.empty() : tensor<8xf32>
-    %s = linalg.add ins(%b, %b : tensor<8xf32>, tensor<8xf32>) outs(%e : tensor<8xf32>) -> tensor<8xf32>
-    scf.yield %s : tensor<8xf32>
-  }
-  return %r : tensor<8xf32>
-}
-"""
 KEEP = b"the user's own file\n"
 
 
@@ -93,10 +76,16 @@ def test_convert_checkpoint_that_fails_leaves_new_as_it_was(tmp_path, cache):
 
 # 2. apply writes -o and --emit-transform only when the measurement is ok
 def test_apply_whose_measurement_fails_writes_no_output(tmp_path, cache):
-    (tmp_path / "w.mlir").write_text(WHILE_TENSOR)
+    import numpy as np
+
+    # a PyTorch reference beside the program that its result cannot match: the measurement is wrong-result
+    (tmp_path / "w.mlir").write_bytes((SAMPLES / "relu.mlir").read_bytes())
+    shape = [int(d) for d in (SAMPLES / "relu.mlir").read_text().split("tensor<")[1].split("xf32")[0].split("x")]
+    np.savez(tmp_path / "w.mlir.torch.npz", output=np.full(shape, 1e9, np.float32), seed=np.array(0))
     out, script = keep(tmp_path / "out.mlir"), keep(tmp_path / "t.mlir")
-    r = cli(cache, tmp_path, "apply", "w.mlir", "--schedule", "", "-o", "out.mlir", "--emit-transform", "t.mlir")
-    assert r.returncode == 1 and r.stdout.startswith("compile-error"), (r.returncode, r.stdout, r.stderr)
+    r = cli(cache, tmp_path, "apply", "w.mlir", "--schedule", "", "-o", "out.mlir", "--emit-transform",
+            "t.mlir", "--runs", "1")
+    assert r.returncode == 1 and r.stdout.startswith("wrong-result"), (r.returncode, r.stdout, r.stderr)
     assert "not written" in r.stderr
     assert (tmp_path / "out.mlir").read_bytes() == out and (tmp_path / "t.mlir").read_bytes() == script
     no_temporary_files(tmp_path)
