@@ -233,3 +233,19 @@ def test_costmodel_cache_that_is_a_file(capsys, files):
 def test_replay_of_random_bytes_is_not_a_trace(capsys, files):
     line = one_line(capsys, ["replay", files["random"]])
     assert line == f"mlir-rl-tui: error: {files['random']}: not a trace (no line of it is a trace record)"
+
+
+def test_tuning_db_show_takes_no_file_and_an_import_of_only_refused_lines_fails(capsys, files):
+    from mlir_rl_tui.engine.tuning_db import Record, TuningDB
+
+    tmp = files["tmp"]
+    db = f"{tmp}/a.sqlite"
+    source = TuningDB(db)
+    source.add(Record("m", "w1", "T(8) V", 2.0, "relu 4096", {"name": "linalg.generic"}, "sha"))
+    assert "tuning-db show takes no FILE" in one_line(capsys, ["tuning-db", "show", f"{tmp}/x.json", "--db", db])
+    source.export(f"{tmp}/x.jsonl")
+    head, *rows = open(f"{tmp}/x.jsonl").read().splitlines()
+    with open(f"{tmp}/x.jsonl", "w") as f:  # every record tampered with: its checksum no longer matches
+        f.write("\n".join([head, *(r.replace("2.0", "0.2") for r in rows)]) + "\n")
+    line = one_line(capsys, ["tuning-db", "import", f"{tmp}/x.jsonl", "--db", f"{tmp}/b.sqlite"])
+    assert "none of its 1 lines is a record" in line and "nothing imported" in line

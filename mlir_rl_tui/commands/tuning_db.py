@@ -29,6 +29,8 @@ def run(args: argparse.Namespace) -> int:
 
     if args.action in ("export", "import") and not args.file:
         raise CliError(f"tuning-db {args.action} needs a FILE")
+    if args.action == "show" and args.file:
+        raise CliError(f"tuning-db show takes no FILE ({args.file}); --db FILE shows another database")
     # show and export only read: a --db file the user named is opened as it is (never created, repaired or
     # moved aside); the default database, the product's own, opens as `tune` opens it
     db = TuningDB(args.db, readonly=args.action != "import" and args.db is not None)
@@ -44,6 +46,9 @@ def run(args: argparse.Namespace) -> int:
     if args.action == "import":
         taken, refused = db.import_file(args.file)
         out = {"file": args.file, "taken": taken, "refused": refused}
+        if refused and not taken:  # nothing of it could be used: not a tuning-db export, or a damaged one
+            raise CliError(f"{args.file}: none of its {refused} lines is a record of `tuning-db export` (checksum, "
+                           "fields or JSON wrong); nothing imported")
         emit(out) if args.json else print(f"{args.file}: {taken} taken" + (f", {refused} refused (checksum, "
                                                                             "fields or JSON wrong)" if refused else ""))
         return 0
