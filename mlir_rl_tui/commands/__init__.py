@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from types import ModuleType
 from typing import NamedTuple, NoReturn
 
-from mlir_rl_tui.commands.common import CliError, fail
+from mlir_rl_tui.commands.common import fail, user_error
 
 
 class Command(NamedTuple):
@@ -155,11 +155,6 @@ def build_parser(name: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
-def _user_error(e: BaseException) -> bool:
-    errors = sys.modules.get("mlir_rl_tui.engine.errors")  # not imported: the error cannot be one of the engine's
-    return isinstance(e, CliError) or (errors is not None and isinstance(e, errors.EngineError))
-
-
 def main(argv: list[str] | None = None) -> int:
     """`mlir-rl-tui ...`: the exit status (0 ok, 1 a failed measurement or internal error, 2 bad input)."""
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -184,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:
         return 0
     except Exception as e:  # noqa: BLE001 - never a traceback for the user
-        if _user_error(e):
+        if user_error(e):
             return fail(str(e))
         if os.environ.get("MLIR_RL_TUI_DEBUG"):
             raise

@@ -19,6 +19,12 @@ class CliError(Exception):
     """An error the user can fix, printed as one line on stderr (exit status 2)."""
 
 
+def user_error(e: BaseException) -> bool:
+    """Whether `e` is an error the user can fix (CliError, the engine's EngineError): one line, status 2."""
+    errors = sys.modules.get("mlir_rl_tui.engine.errors")  # not imported: the error cannot be one of the engine's
+    return isinstance(e, CliError) or (errors is not None and isinstance(e, errors.EngineError))
+
+
 def fail(msg: str, code: int = 2) -> int:
     print(f"mlir-rl-tui: error: {' '.join(str(msg).split())}", file=sys.stderr)
     return code
@@ -269,9 +275,7 @@ def replacing(path: str) -> Iterator[str]:
     except OSError as e:
         raise CliError(f"cannot write {path}: {e.strerror or e}") from None
     except Exception as e:
-        errors = sys.modules.get("mlir_rl_tui.engine.errors")
-        user = isinstance(e, CliError) or (errors is not None and isinstance(e, errors.EngineError))
-        if user and not direct and tmp in str(e):
+        if user_error(e) and not direct and tmp in str(e):
             raise CliError(str(e).replace(tmp, path)) from None
         raise
     finally:
