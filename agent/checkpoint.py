@@ -50,6 +50,9 @@ def save(path: str, kind: str, tensors: dict[str, torch.Tensor], info: dict) -> 
     text = json.dumps(info, default=_json_default)
     obj = {"format": FORMAT, "version": VERSION, "kind": kind, "info": text,
            "tensors": {k: v.detach().cpu().contiguous() for k, v in tensors.items()}}
+    if os.path.exists(path) and not os.path.isfile(path):  # a device or a pipe: written to, never replaced
+        torch.save(obj, path)
+        return
     d = os.path.dirname(os.path.abspath(path))
     os.makedirs(d, exist_ok=True)
     tmp = os.path.join(d, f".{os.path.basename(path)}.{os.getpid()}.tmp")

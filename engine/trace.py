@@ -46,6 +46,7 @@ import contextlib
 import fcntl
 import json
 import os
+import stat
 import threading
 import time
 from collections.abc import Iterator
@@ -221,7 +222,11 @@ class TraceWriter:
         view = memoryview(data)
         while view:
             view = view[os.write(self.fd, view):]
-        os.fsync(self.fd)
+        try:
+            os.fsync(self.fd)
+        except OSError:  # a device or a pipe (--trace /dev/null) cannot be synced; a file always can
+            if stat.S_ISREG(os.fstat(self.fd).st_mode):
+                raise
         if self._scanned == before:  # nothing unread before these records: count them without reading
             self._scanned = before + len(data)
             self._last_episode = max([self._last_episode] + [_episode(r) for r in records])

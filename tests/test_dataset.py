@@ -183,6 +183,13 @@ def test_measurements_travel_to_another_cache_and_back(engine, add, tmp_path, mo
     assert main(["dataset", "import", str(tmp_path / "bad.gz")]) == 2
     err = capsys.readouterr().err
     assert "cannot read the measurement file" in err and err.count("\n") == 1
+    only_bad = Cache(str(tmp_path / "src2" / "measurements.sqlite"))  # a file none of whose rows can be used
+    only_bad.put(add.sha256, "op0: V", "other-machine", {"status": "ok", "speedup": 3.0})
+    g = str(tmp_path / "bad-rows.jsonl.gz")
+    assert mf.export_measurements(only_bad, g, {add.sha256}) == 1
+    assert main(["dataset", "import", g]) == 2
+    err = capsys.readouterr().err
+    assert "none of its 1 rows is a measurement this engine stores" in err and err.count("\n") == 1
 
 
 def test_the_measurement_files_in_data_are_whole_and_of_this_engine_version():

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import subprocess
 import sys
 
@@ -227,3 +228,73 @@ def test_dataset_generate_into_a_data_set_needs_force(tmp_path, cache):
     r = cli(cache, tmp_path, *gen, "--seed", "3", "--force")
     assert r.returncode == 0, r.stderr
     assert (tmp_path / "ds" / "manifest.json").read_bytes() != before["manifest.json"]
+
+
+# outputs of import, costmodel, train, evaluate --png: checked before any work
+@pytest.mark.parametrize("case", ["import-over-its-module", "costmodel-over-a-program", "costmodel-into-a-folder",
+                                  "train-out-is-a-file", "evaluate-png-not-png", "evaluate-png-no-folder"])
+def test_the_other_outputs_are_checked_before_any_work(case, tmp_path, cache):
+    (tmp_path / "m.py").write_text("import torch\n\nclass M(torch.nn.Module):\n    def forward(self, x):\n"
+                                   "        return torch.relu(x)\n")
+    (tmp_path / "p.mlir").write_bytes((SAMPLES / "relu.mlir").read_bytes())
+    (tmp_path / "adir").mkdir()
+    keep(tmp_path / "f.txt")
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.is_file()}
+    args, words = {
+        "import-over-its-module": (["import", "m.py:M", "--input", "4x4", "-o", "m.py"], ["the same file as m.py"]),
+        "costmodel-over-a-program": (["costmodel", "train", "--programs", "p.mlir", "--out", "p.mlir"],
+                                     ["the same file as p.mlir"]),
+        "costmodel-into-a-folder": (["costmodel", "train", "--programs", "p.mlir", "--out", "adir"], ["is a folder"]),
+        "train-out-is-a-file": (["train", "--programs", "p.mlir", "--out", "f.txt", "--iterations", "1"],
+                                ["f.txt", "is a file, not a folder"]),
+        "evaluate-png-not-png": (["evaluate", "--programs", "p.mlir", "--no-search", "--no-torch", "--png", "p.mlir"],
+                                 ["ending in .png"]),
+        "evaluate-png-no-folder": (["evaluate", "--programs", "p.mlir", "--no-search", "--no-torch", "--png",
+                                    "nodir/x.png"], ["no such folder"]),
+    }[case]
+    refused(cli(cache, tmp_path, *args), *words)
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.is_file()} == before
+    no_temporary_files(tmp_path)
+
+
+def test_a_library_is_never_written_over_a_device_or_a_pipe(tmp_path, cache):
+    os.mkfifo(tmp_path / "pipe")  # stands for /dev/null: renaming a library over it would replace it
+    refused(cli(cache, tmp_path, "build", "add", "--schedule", "", "-o", "pipe"), "pipe: not a regular file")
+    assert stat.S_ISFIFO(os.stat(tmp_path / "pipe").st_mode)
+
+
+def test_a_trace_and_a_checkpoint_are_written_into_a_pipe_not_over_it(tmp_path):
+    """What --trace /dev/null and a checkpoint to a device do, on a pipe (a device is not replaced by a
+    regular file, and one that cannot be synced is still written)."""
+    import threading
+
+    import torch
+
+    from mlir_rl_tui.agent.checkpoint import save
+    from mlir_rl_tui.engine import load_file, parse
+    from mlir_rl_tui.engine.trace import write_schedule
+
+    prog = load_file(str(SAMPLES / "matmul.mlir"))
+    for name, write in [("trace", lambda p: write_schedule(p, prog, parse("op0: T(8,32,1) V"), "search")),
+                        ("checkpoint", lambda p: save(p, "policy", {"w": torch.zeros(2)}, {}))]:
+        pipe = tmp_path / name
+        os.mkfifo(pipe)
+        got: list[bytes] = []
+        reader = threading.Thread(target=lambda p=pipe, g=got: g.append(open(p, "rb").read()), daemon=True)
+        reader.start()
+        write(str(pipe))
+        reader.join(30)
+        assert got and got[0] and stat.S_ISFIFO(os.stat(pipe).st_mode), name
+
+
+@pytest.mark.parametrize("args", [["tuning-db", "import", "x.jsonl", "--db", "{db}"],
+                                  ["tune", "add", "--minutes", "1", "-o", "add.so", "--no-policy", "--db", "{db}"]],
+                         ids=["tuning-db-import", "tune"])
+@pytest.mark.parametrize("db", ["adir", "f.txt"], ids=["folder", "not-a-database"])
+def test_a_tuning_database_the_user_named_is_never_moved_aside(args, db, tmp_path, cache):
+    (tmp_path / "adir").mkdir()
+    keep(tmp_path / "f.txt")
+    (tmp_path / "x.jsonl").write_text("")
+    refused(cli(cache, tmp_path, *[a.format(db=db) for a in args]), db)
+    assert (tmp_path / "f.txt").read_bytes() == KEEP and not list(tmp_path.glob("f.txt.*"))
+    no_temporary_files(tmp_path)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from mlir_rl_tui.commands.common import add_program, emit, make_engine, output_file
+from mlir_rl_tui.commands.common import add_program, emit, library_file, make_engine
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -18,8 +18,7 @@ def run(args: argparse.Namespace) -> int:
     from mlir_rl_tui.engine import load_file, parse
     from mlir_rl_tui.engine.native import build_library
 
-    output_file(args.output, [args.file])
-    output_file(args.output + ".json", [args.file])
+    library_file(args.output, [args.file])
     prog = load_file(args.file)
     sched = parse(args.schedule)
     with make_engine(args) as eng:

@@ -223,6 +223,42 @@ def _same_file(a: str, b: str) -> bool:
     return os.path.realpath(a) == os.path.realpath(b)
 
 
+def open_tuning_db(path: str | None, readonly: bool = False):
+    """The tuning database of `--db`. The default one (None) opens as the product's own: a damaged file is
+    moved aside and a fresh one started. A file the user named is never moved aside: a folder, a file that is
+    not a tuning database, one that cannot be used, or (`readonly`) a missing one is a CliError (one line);
+    `readonly` opens it without writing to it."""
+    from mlir_rl_tui.engine.errors import EngineError
+    from mlir_rl_tui.engine.tuning_db import TuningDB
+
+    if path is None:
+        return TuningDB(None)
+    if os.path.isdir(path):
+        raise CliError(f"--db {path}: is a folder; give a tuning database file")
+    try:
+        if readonly:
+            return TuningDB(path, readonly=True)
+        if os.path.exists(path):
+            TuningDB(path, readonly=True).close()  # a file of another kind is an error here, not moved aside
+    except EngineError as e:
+        raise CliError(str(e)) from None
+    db = TuningDB(path)
+    if not db.usable:
+        raise CliError(f"--db {path}: the tuning database cannot be used (its folder is not writable, or another "
+                       "process holds it)")
+    return db
+
+
+def library_file(path: str, inputs: Iterable[str] = ()) -> str:
+    """`output_file` for a library `build`/`tune` writes (PATH and PATH.json, renamed into place): also a
+    CliError when PATH exists and is not a regular file (a device such as /dev/null is never replaced)."""
+    for p in (path, path + ".json"):
+        output_file(p, inputs)
+        if os.path.exists(p) and not os.path.isfile(p):
+            raise CliError(f"{p}: not a regular file; a library is written as a file and its .json beside it")
+    return path
+
+
 def output_file(path: str, inputs: Iterable[str] = ()) -> str:
     """Check a file the user named for a command to write, before the command does any work: a CliError
     (one line) when `path` is a folder, when its folder does not exist (or is a file), or when it is the

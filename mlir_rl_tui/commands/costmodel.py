@@ -7,7 +7,7 @@ import math
 import os
 import time
 
-from mlir_rl_tui.commands.common import CliError, add_json, checkpoint, emit, positive_int
+from mlir_rl_tui.commands.common import CliError, add_json, checkpoint, emit, output_file, positive_int
 
 DESCRIPTION = """
 The cost model predicts a schedule's speedup over the untransformed program, with an error bar, without
@@ -77,6 +77,9 @@ def run(args: argparse.Namespace) -> int:
     folder = args.cache or default_cache_dir()
     if args.cache and not os.path.isdir(folder):
         raise CliError(f"--cache {folder}: " + ("a file, not a folder" if os.path.exists(folder) else "no such folder"))
+    out = getattr(args, "out", None)
+    if out:  # the model file to write: not a folder, not a program read here (before any work)
+        output_file(out, [*(args.programs or []), *(args.held_out or [])])
     programs = cm.read_programs(args.programs, args.held_out)
     cache = Cache(os.path.join(folder, CACHE_FILE))
     try:

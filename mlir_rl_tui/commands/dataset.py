@@ -155,6 +155,8 @@ def run_transfer(args: argparse.Namespace) -> int:
     if args.as_this_machine:
         check_same_kind(args.file)
     new, old, bad = mf.import_measurements(cache, args.file, machine_key() if args.as_this_machine else None)
+    if bad and not new and not old:  # nothing of it could be used
+        raise CliError(f"{args.file}: none of its {bad} rows is a measurement this engine stores; nothing imported")
     print(f"{args.file}: {new} measurements imported into {cache.folder}, {old} already there"
           + (f", {bad} refused (not a measurement this engine stores)" if bad else ""))
     return 0

@@ -14,6 +14,7 @@ from mlir_rl_tui.commands.common import (
     emit,
     load_policy,
     make_engine,
+    output_file,
     positive_int,
 )
 
@@ -56,6 +57,10 @@ def run(args: argparse.Namespace) -> int:
     from mlir_rl_tui.progress import ProgressLine
 
     paths = program_paths(args.programs, None if args.split == "all" else args.split)
+    if args.png:  # checked before hours of measuring
+        if not args.png.lower().endswith(".png"):
+            raise CliError(f"--png {args.png}: give a file name ending in .png")
+        output_file(args.png, paths)
     given = args.policy or [None]
     if len(given) > MAX_POLICIES:
         raise CliError(f"--policy takes at most {MAX_POLICIES} checkpoints, not {len(given)}")

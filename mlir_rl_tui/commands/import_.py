@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import os
 
-from mlir_rl_tui.commands.common import CliError, add_json, emit, input_shape
+from mlir_rl_tui.commands.common import CliError, add_json, emit, input_shape, output_file
 
 DESCRIPTION = """Exports an nn.Module with torch.export and torch-mlir (linalg on tensors, weights included).
 NAME is a module class (built with no arguments) or a factory returning a module. This RUNS FILE.py: import
@@ -50,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
     from mlir_rl_tui.engine import load_file
 
     name = args.spec.rpartition(":")[2] or "module"
-    out = args.output or f"{name.lower()}.mlir"
+    out = output_file(args.output or f"{name.lower()}.mlir", [args.spec.rpartition(":")[0]])
     info = import_module(args.spec, args.input, out, passes=parse_passes(args.passes))
     prog = load_file(out)  # what the engine sees: one line if it cannot use it
     info.update(ops=len(prog.ops), flops=prog.flops)

@@ -93,6 +93,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     given = {k: v for k, v in vars(args).items() if k not in ("command", "handler", "recipe")}
+    out = given.get("out")
+    if out and os.path.exists(out) and not os.path.isdir(out):
+        raise CliError(f"--out {out}: is a file, not a folder (training writes its checkpoints into a folder)")
     if args.recipe:
         return _recipe(given)
     wrong = sorted(given.keys() - _PPO.keys() - _BC)

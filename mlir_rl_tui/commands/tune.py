@@ -8,7 +8,17 @@ import os
 import threading
 import time
 
-from mlir_rl_tui.commands.common import CliError, checkpoint, emit, input_shape, make_engine, output_file, positive
+from mlir_rl_tui.commands.common import (
+    CliError,
+    checkpoint,
+    emit,
+    input_shape,
+    library_file,
+    make_engine,
+    open_tuning_db,
+    output_file,
+    positive,
+)
 
 DESCRIPTION = """MODEL is a PyTorch module (FILE.py:NAME with --input for each input: imported like `mlir-rl-tui
 import`, which RUNS FILE.py: only files you trust) or a .mlir file. Each op starts from the best known schedule of
@@ -58,19 +68,17 @@ def run(args: argparse.Namespace) -> int:
     from mlir_rl_tui.engine.loader import load_file
     from mlir_rl_tui.engine.native import build_library
     from mlir_rl_tui.engine.tune import Tuner
-    from mlir_rl_tui.engine.tuning_db import TuningDB
     from mlir_rl_tui.progress import ProgressLine
 
     model_file = args.model.rsplit(":", 1)[0] if ".py:" in args.model else args.model
-    written = [args.output, args.output + ".json"]  # and the imported program beside them
-    written += [os.path.splitext(args.output)[0] + ".mlir"] if ".py:" in args.model else []
-    for path in written:
-        output_file(path, [model_file])  # before the minutes of tuning
+    library_file(args.output, [model_file])  # before the minutes of tuning; and the imported program beside it
+    if ".py:" in args.model:
+        output_file(os.path.splitext(args.output)[0] + ".mlir", [model_file])
+    db = open_tuning_db(args.db)
     with ProgressLine() as line:
         line.update(f"tune: importing {args.model}" if ".py:" in args.model else f"tune: loading {args.model}")
         path, info = import_model(args)
         prog = load_file(path)
-        db = TuningDB(args.db)
         interrupted = threading.Event()
         with make_engine(args) as eng:
 

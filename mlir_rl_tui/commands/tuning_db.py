@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from mlir_rl_tui.commands.common import emit, output_file, replacing
+from mlir_rl_tui.commands.common import emit, open_tuning_db, output_file, replacing
 
 DESCRIPTION = """show: its workloads and their best schedules on this machine kind (--all: every kind). export FILE:
 its records as JSON lines (a team shares one file per machine kind). import FILE: merge such a file; a line
@@ -25,7 +25,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from mlir_rl_tui.commands.common import CliError
     from mlir_rl_tui.engine.engine import machine_key
-    from mlir_rl_tui.engine.tuning_db import TuningDB
 
     if args.action in ("export", "import") and not args.file:
         raise CliError(f"tuning-db {args.action} needs a FILE")
@@ -33,7 +32,7 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(f"tuning-db show takes no FILE ({args.file}); --db FILE shows another database")
     # show and export only read: a --db file the user named is opened as it is (never created, repaired or
     # moved aside); the default database, the product's own, opens as `tune` opens it
-    db = TuningDB(args.db, readonly=args.action != "import" and args.db is not None)
+    db = open_tuning_db(args.db, readonly=args.action != "import" and args.db is not None)
     machine = None if args.all else machine_key()
     if args.action == "export":
         output_file(args.file, [db.path])  # before any record is read
