@@ -39,20 +39,24 @@ def build_library(engine: Engine, program: Program, schedule: Schedule, out: str
     check_schedule(program, schedule, engine.limits, engine.openmp)  # one-line ScheduleError before any work
     # both files are made beside their final names and renamed over them at the end: a build that fails
     # leaves the files that were there as they were
+    # (through a link: its target, and the partial file beside the target)
+    lib, desc_file = (os.path.realpath(p) if os.path.islink(p) else p for p in (out, out + ".json"))
     part = f".{os.getpid()}.tmp"
     try:
-        desc = _build(engine, program, schedule, out, part, extra)
-        os.replace(out + part, out)
-        os.replace(out + ".json" + part, out + ".json")
+        desc = _build(engine, program, schedule, out, lib + part, desc_file + part, extra)
+        os.replace(lib + part, lib)
+        os.replace(desc_file + part, desc_file)
     finally:
-        for path in (out + part, out + ".json" + part):
+        for path in (lib + part, desc_file + part):
             with contextlib.suppress(OSError):
                 os.remove(path)
     return desc
 
 
-def _build(engine: Engine, program: Program, schedule: Schedule, out: str, part: str, extra: dict | None) -> dict:
-    """build_library's work: the library at `out + part` and its description at `out + ".json" + part`."""
+def _build(engine: Engine, program: Program, schedule: Schedule, out: str, lib: str, desc_file: str,
+           extra: dict | None) -> dict:
+    """build_library's work: the library at `lib` and its description at `desc_file` (`out` names them in
+    errors)."""
     text = to_text(schedule)
     cc = c_compiler()
     with tempfile.TemporaryDirectory(prefix="mlir-rl-build-") as tmp:
@@ -64,7 +68,7 @@ def _build(engine: Engine, program: Program, schedule: Schedule, out: str, part:
             kind, lib = parallel_runtime()
             libs.append(lib)
             runtime = kind
-        cmd = [cc, "-shared", "-o", out + part, obj]
+        cmd = [cc, "-shared", "-o", lib, obj]
         for lib in libs:
             cmd += [lib, f"-Wl,-rpath,{os.path.dirname(os.path.abspath(lib))}"]
         try:
@@ -80,6 +84,6 @@ def _build(engine: Engine, program: Program, schedule: Schedule, out: str, part:
         "result": [list(program.results[0].shape), program.results[0].dtype], "schedule": text,
         "program_sha256": program.sha256, "runtime": runtime, "libraries": libs, **(extra or {}),
     }
-    with open(out + ".json" + part, "w") as f:
+    with open(desc_file, "w") as f:
         json.dump(desc, f, indent=1)
     return desc

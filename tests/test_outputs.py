@@ -298,3 +298,14 @@ def test_a_tuning_database_the_user_named_is_never_moved_aside(args, db, tmp_pat
     refused(cli(cache, tmp_path, *[a.format(db=db) for a in args]), db)
     assert (tmp_path / "f.txt").read_bytes() == KEEP and not list(tmp_path.glob("f.txt.*"))
     no_temporary_files(tmp_path)
+
+
+def test_a_library_built_through_a_link_replaces_the_links_target(tmp_path, cache):
+    (tmp_path / "libs").mkdir()
+    keep(tmp_path / "libs" / "add.so")
+    os.symlink("libs/add.so", tmp_path / "add.so")
+    r = cli(cache, tmp_path, "build", "add", "--schedule", "", "-o", "add.so")
+    assert r.returncode == 0, r.stderr
+    assert os.path.islink(tmp_path / "add.so") and (tmp_path / "libs" / "add.so").read_bytes()[:4] == b"\x7fELF"
+    no_temporary_files(tmp_path)
+    no_temporary_files(tmp_path / "libs")

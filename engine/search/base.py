@@ -68,6 +68,8 @@ class Evaluator:
         self.engine, self.program, self.budget = engine, program, budget
         self.on_progress, self.cancel, self.free_cache_hits = on_progress, cancel, free_cache_hits
         base = engine.baseline(program, cancel=cancel)
+        if base.status == "cancelled":
+            raise EngineError("stopped before the untransformed program was measured (out of time, or interrupted)")
         if not base.ok:
             raise EngineError(f"the baseline does not run ({base.status}): {base.error}")
         self.memo: dict[str, Measurement] = {}
