@@ -40,22 +40,22 @@ def build_library(engine: Engine, program: Program, schedule: Schedule, out: str
     # both files are made beside their final names and renamed over them at the end: a build that fails
     # leaves the files that were there as they were
     # (through a link: its target, and the partial file beside the target)
-    lib, desc_file = (os.path.realpath(p) if os.path.islink(p) else p for p in (out, out + ".json"))
+    lib_file, desc_file = (os.path.realpath(p) if os.path.islink(p) else p for p in (out, out + ".json"))
     part = f".{os.getpid()}.tmp"
     try:
-        desc = _build(engine, program, schedule, out, lib + part, desc_file + part, extra)
-        os.replace(lib + part, lib)
+        desc = _build(engine, program, schedule, out, lib_file + part, desc_file + part, extra)
+        os.replace(lib_file + part, lib_file)
         os.replace(desc_file + part, desc_file)
     finally:
-        for path in (lib + part, desc_file + part):
+        for path in (lib_file + part, desc_file + part):
             with contextlib.suppress(OSError):
                 os.remove(path)
     return desc
 
 
-def _build(engine: Engine, program: Program, schedule: Schedule, out: str, lib: str, desc_file: str,
+def _build(engine: Engine, program: Program, schedule: Schedule, out: str, lib_file: str, desc_file: str,
            extra: dict | None) -> dict:
-    """build_library's work: the library at `lib` and its description at `desc_file` (`out` names them in
+    """build_library's work: the library at `lib_file` and its description at `desc_file` (`out` names them in
     errors)."""
     text = to_text(schedule)
     cc = c_compiler()
@@ -68,7 +68,7 @@ def _build(engine: Engine, program: Program, schedule: Schedule, out: str, lib: 
             kind, lib = parallel_runtime()
             libs.append(lib)
             runtime = kind
-        cmd = [cc, "-shared", "-o", lib, obj]
+        cmd = [cc, "-shared", "-o", lib_file, obj]
         for lib in libs:
             cmd += [lib, f"-Wl,-rpath,{os.path.dirname(os.path.abspath(lib))}"]
         try:
