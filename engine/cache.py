@@ -107,7 +107,7 @@ def _is_locked(e: sqlite3.Error) -> bool:
     return name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")) or "locked" in str(e)
 
 
-def _writable(path: str) -> bool:
+def writable(path: str) -> bool:
     """The file may be written: access rights, and for root (who may write anything) its mode bits."""
     try:
         mode = os.stat(path).st_mode
@@ -126,7 +126,9 @@ class Store:
 
     `readonly=True` (a command that only reads a file the user named) opens the file as it is: it is never
     created, changed (a corrupted row is ignored, not deleted) or moved aside, and a missing, locked or
-    damaged file, or one of another kind, is an EngineError (one line) instead."""
+    damaged file, or one of another kind, is an EngineError (one line) instead. `named=True` (a file the
+    user named for a command that writes to it) is never moved aside either: a file of another kind, a
+    read-only or locked one, or a missing folder is an EngineError; a missing file is created."""
 
     TABLES: dict[str, str] = {}
     COLUMNS: dict[str, list[str]] = {}
@@ -135,7 +137,7 @@ class Store:
     FILE = ""
     AGAIN = "measuring again"  # what happens instead of serving a corrupted row
 
-    def __init__(self, path: str | None = None, readonly: bool = False) -> None:
+    def __init__(self, path: str | None = None, readonly: bool = False, named: bool = False) -> None:
         if path is None:
             path = os.path.join(default_cache_dir(), self.FILE)
         self.path = path
@@ -145,7 +147,8 @@ class Store:
         self.corrupted = 0  # rows ignored because their checksum, JSON or fields were wrong
         self._lock = threading.Lock()
         self.readonly = readonly
-        self.db: sqlite3.Connection | None = self._open_readonly() if readonly else self._open()
+        self.db: sqlite3.Connection | None = (self._open_readonly() if readonly else
+                                              self._open_named() if named else self._open())
 
     @property
     def usable(self) -> bool:
@@ -184,7 +187,7 @@ class Store:
 
     def _connect(self) -> sqlite3.Connection:
         """A connection to a file that passed the checks and holds this schema, or Unusable / _Locked."""
-        if not _writable(self.path):
+        if not writable(self.path):
             raise Unusable("is read-only")
         try:
             db = sqlite3.connect(self.path, timeout=LOCK_WAIT_S, check_same_thread=False)
@@ -226,6 +229,24 @@ class Store:
         check = db.execute("PRAGMA quick_check").fetchone()
         if check is None or check[0] != "ok":
             raise Unusable(f"is damaged ({check[0] if check else 'no answer'})")
+
+    def _open_named(self) -> sqlite3.Connection:
+        """`named` (a file the user named to write to): the file as it is, or a new one in a folder that
+        exists; never moved aside or run without: a folder, a read-only file, a locked one or one of another
+        kind is an EngineError naming the cause."""
+        if os.path.isdir(self.path):
+            raise EngineError(f"{self.path}: is a folder, not a {self.WHAT}")
+        if not os.path.isdir(self.folder):
+            raise EngineError(f"{self.path}: no such folder {self.folder}")
+        if not writable(self.path):
+            raise EngineError(f"{self.path}: read-only (this command writes to the {self.WHAT})")
+        try:
+            return self._connect()
+        except _Locked:
+            raise EngineError(f"{self.path}: the {self.WHAT} is locked by another process (waited "
+                              f"{LOCK_WAIT_S:g} s); try again") from None
+        except Unusable as e:
+            raise EngineError(f"{self.path}: not a {self.WHAT}: it {e}") from None
 
     def _open_readonly(self) -> sqlite3.Connection:
         """`readonly`: a read-only connection to the file as it is, or EngineError naming the cause."""
@@ -354,7 +375,8 @@ class Store:
             self._run(lambda db: (db.execute(f"DELETE FROM {table} WHERE {where} AND checksum IS ?",
                                              (*key.values(), digest)), db.commit()))
         if self.corrupted <= MAX_ROW_WARNINGS:
-            more = " (further corrupted rows are replaced silently)" if self.corrupted == MAX_ROW_WARNINGS else ""
+            more = ((" (further corrupted rows are ignored silently)" if self.readonly else
+                     " (further corrupted rows are replaced silently)") if self.corrupted == MAX_ROW_WARNINGS else "")
             warn(f"{self.WHAT} {self.path}: the stored {what} is corrupted ({reason.splitlines()[0][:120]}): "
                  f"ignored, {self.AGAIN}{more}")
 

@@ -17,6 +17,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Callable
 
 from mlir_rl_tui.engine.compile import mlir_lib_dir, parallel_runtime
 from mlir_rl_tui.engine.engine import Engine
@@ -33,21 +34,27 @@ def c_compiler() -> str:
     raise EngineError("building a shared library needs a C compiler to link it (cc, gcc or clang on PATH, or $CC)")
 
 
-def build_library(engine: Engine, program: Program, schedule: Schedule, out: str, extra: dict | None = None) -> dict:
+def build_library(engine: Engine, program: Program, schedule: Schedule, out: str, extra: dict | None = None,
+                  check: Callable[[str], str | None] | None = None) -> dict:
     """Compile `schedule` of `program` into the shared library `out` (+ `out.json`, with `extra`'s fields: what
-    `tune` says of the model); returns the description."""
+    `tune` says of the model); returns the description. `check(library)`, given the library before it takes
+    `out`'s place, returns None (or "") or the problem, which fails the build (EngineError) and leaves `out`
+    as it was."""
     check_schedule(program, schedule, engine.limits, engine.openmp)  # one-line ScheduleError before any work
-    # both files are made beside their final names and renamed over them at the end: a build that fails
-    # leaves the files that were there as they were
-    # (through a link: its target, and the partial file beside the target)
+    # both files are made beside their final names (through a link: beside its target) and renamed over them
+    # at the end: a build that fails leaves the files that were there as they were
     lib_file, desc_file = (os.path.realpath(p) if os.path.islink(p) else p for p in (out, out + ".json"))
-    part = f".{os.getpid()}.tmp"
+    folder, name = os.path.split(lib_file)
+    part = os.path.join(folder, f".{name}.{os.getpid()}.tmp")  # with part + ".json": a library runtime.load reads
     try:
-        desc = _build(engine, program, schedule, out, lib_file + part, desc_file + part, extra)
-        os.replace(lib_file + part, lib_file)
-        os.replace(desc_file + part, desc_file)
+        desc = _build(engine, program, schedule, out, part, part + ".json", extra)
+        problem = check(part) if check is not None else ""
+        if problem:
+            raise EngineError(f"{out}: {problem}")
+        os.replace(part, lib_file)
+        os.replace(part + ".json", desc_file)
     finally:
-        for path in (lib_file + part, desc_file + part):
+        for path in (part, part + ".json"):
             with contextlib.suppress(OSError):
                 os.remove(path)
     return desc

@@ -9,8 +9,8 @@ MetaSchedule keeps one), in `tuning.sqlite` beside the measurement cache.
   not reached before the deadline). `tune` starts every workload from its best record and skips the tuned ones: a
   model whose workloads are all tuned is scheduled, checked and built without a search.
 
-It checks itself like the cache (engine.cache.Store): a file that is not this database is moved aside
-with one warning, a row whose checksum or fields are wrong is never served (reported, deleted), a run
+It checks itself like the cache (engine.cache.Store): the default file, when it is not this database, is
+moved aside with one warning (a file the user named, `named`/`readonly`, never is: an EngineError), a row whose checksum or fields are wrong is never served (reported, deleted), a run
 killed mid-write leaves the rows written before it (SQLite's journal). A record is only a starting
 point: `tune` measures and checks every schedule it hands back, whatever the database said.
 

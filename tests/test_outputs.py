@@ -309,3 +309,29 @@ def test_a_library_built_through_a_link_replaces_the_links_target(tmp_path, cach
     assert os.path.islink(tmp_path / "add.so") and (tmp_path / "libs" / "add.so").read_bytes()[:4] == b"\x7fELF"
     no_temporary_files(tmp_path)
     no_temporary_files(tmp_path / "libs")
+
+
+def test_read_only_files_are_never_replaced(tmp_path, cache):
+    from mlir_rl_tui.engine.tuning_db import TuningDB
+
+    TuningDB(str(tmp_path / "t.sqlite")).close()  # a tuning database of the user's, made read-only
+    keep(tmp_path / "out.mlir")
+    for name in ("t.sqlite", "out.mlir"):
+        os.chmod(tmp_path / name, 0o444)
+    before = {n: (tmp_path / n).read_bytes() for n in ("t.sqlite", "out.mlir")}
+    refused(cli(cache, tmp_path, "apply", "add", "-o", "out.mlir"), "out.mlir: read-only")
+    refused(cli(cache, tmp_path, "tuning-db", "import", "x.jsonl", "--db", "t.sqlite"), "t.sqlite: read-only")
+    assert {n: (tmp_path / n).read_bytes() for n in before} == before
+    assert not list(tmp_path.glob("t.sqlite.broken-*"))
+    no_temporary_files(tmp_path)
+
+
+@pytest.mark.parametrize("args", [["ensemble", "pipe", "a.pt", "b.pt"], ["convert-checkpoint", "a.pt", "pipe"],
+                                  ["tune", "m.py:M", "--input", "4", "-o", "m.mlir"]],
+                         ids=["ensemble", "convert-checkpoint", "tune-over-its-imported-program"])
+def test_outputs_read_back_are_files_and_not_what_the_command_makes_beside(args, tmp_path, cache):
+    os.mkfifo(tmp_path / "pipe")
+    for name in ("a.pt", "b.pt", "m.py"):
+        keep(tmp_path / name)
+    refused(cli(cache, tmp_path, *args), "pipe: not a regular file" if "pipe" in args else "m.mlir")
+    assert stat.S_ISFIFO(os.stat(tmp_path / "pipe").st_mode)

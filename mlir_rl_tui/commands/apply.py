@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 
 from mlir_rl_tui.commands.common import (
     CliError,
@@ -20,6 +19,7 @@ from mlir_rl_tui.commands.common import (
     note,
     output_file,
     positive_int,
+    same_file,
     write_text,
 )
 
@@ -51,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
     for path in (args.output, args.emit_transform):
         if path:
             output_file(path, [args.file])
-    if args.output and args.emit_transform and os.path.realpath(args.output) == os.path.realpath(args.emit_transform):
+    if args.output and args.emit_transform and same_file(args.output, args.emit_transform):
         raise CliError(f"-o and --emit-transform both name {args.output}; give each its own file")
     prog = load_program(args)
     sched = parse(args.schedule)

@@ -213,7 +213,7 @@ def write_text(path: str, text: str) -> None:
         f.write(text)
 
 
-def _same_file(a: str, b: str) -> bool:
+def same_file(a: str, b: str) -> bool:
     """Whether the paths name one file: the same inode when both exist, else the same resolved path."""
     try:
         if os.path.exists(a) and os.path.exists(b):
@@ -225,53 +225,43 @@ def _same_file(a: str, b: str) -> bool:
 
 def open_tuning_db(path: str | None, readonly: bool = False):
     """The tuning database of `--db`. The default one (None) opens as the product's own: a damaged file is
-    moved aside and a fresh one started. A file the user named is never moved aside: a folder, a file that is
-    not a tuning database, one that cannot be used, or (`readonly`) a missing one is a CliError (one line);
-    `readonly` opens it without writing to it."""
-    from mlir_rl_tui.engine.errors import EngineError
+    moved aside and a fresh one started. A file the user named is never moved aside (engine.cache.Store's
+    `named`, `readonly`): a folder, a file of another kind, a read-only or locked one, or (`readonly`) a
+    missing one is a one-line EngineError."""
     from mlir_rl_tui.engine.tuning_db import TuningDB
 
     if path is None:
         return TuningDB(None)
-    if os.path.isdir(path):
-        raise CliError(f"--db {path}: is a folder; give a tuning database file")
-    try:
-        if readonly:
-            return TuningDB(path, readonly=True)
-        if os.path.exists(path):
-            TuningDB(path, readonly=True).close()  # a file of another kind is an error here, not moved aside
-    except EngineError as e:
-        raise CliError(str(e)) from None
-    db = TuningDB(path)
-    if not db.usable:
-        raise CliError(f"--db {path}: the tuning database cannot be used (its folder is not writable, or another "
-                       "process holds it)")
-    return db
+    return TuningDB(path, readonly=readonly, named=True)
 
 
 def library_file(path: str, inputs: Iterable[str] = ()) -> str:
-    """`output_file` for a library `build`/`tune` writes (PATH and PATH.json, renamed into place): also a
-    CliError when PATH exists and is not a regular file (a device such as /dev/null is never replaced)."""
+    """`output_file` for a library `build`/`tune` writes: PATH and PATH.json, both regular files (a device
+    such as /dev/null is never replaced)."""
     for p in (path, path + ".json"):
-        output_file(p, inputs)
-        if os.path.exists(p) and not os.path.isfile(p):
-            raise CliError(f"{p}: not a regular file; a library is written as a file and its .json beside it")
+        output_file(p, inputs, regular=True)
     return path
 
 
-def output_file(path: str, inputs: Iterable[str] = ()) -> str:
+def output_file(path: str, inputs: Iterable[str] = (), regular: bool = False) -> str:
     """Check a file the user named for a command to write, before the command does any work: a CliError
     (one line) when `path` is a folder, when its folder does not exist (or is a file), or when it is the
     same file as one of `inputs` (by any name: links, `./`, `..`). Returns `path`."""
     if os.path.isdir(path):
         raise CliError(f"{path}: is a folder; give the name of a file to write")
+    if regular and os.path.exists(path) and not os.path.isfile(path):
+        raise CliError(f"{path}: not a regular file (a device or a pipe); this command writes a file it reads back")
     folder = os.path.dirname(path) or "."
     if not os.path.isdir(folder):
         what = "is a file, not a folder" if os.path.exists(folder) else "no such folder"
         raise CliError(f"{path}: {folder}: {what} (make the folder first, or give another path)")
     for other in inputs:
-        if other and _same_file(path, other):
+        if other and same_file(path, other):
             raise CliError(f"{path}: the same file as {other}, which this command reads; give another path to write")
+    from mlir_rl_tui.engine.cache import writable
+
+    if os.path.isfile(path) and not writable(path):  # renaming over it would succeed: its mode says no
+        raise CliError(f"{path}: read-only; make it writable, or give another path")
     return path
 
 

@@ -26,7 +26,7 @@ def run(args: argparse.Namespace) -> int:
 
     if not os.path.exists(args.old):
         raise CliError(f"{args.old}: no such checkpoint")
-    output_file(args.new, [args.old])
+    output_file(args.new, [args.old], regular=True)  # read back after writing: a file, not a device
     with replacing(args.new) as tmp:  # NEW is replaced only by a checkpoint that converted and loads
         kind = convert(args.old, tmp)
         if kind == "policy":

@@ -7,7 +7,7 @@ import math
 import os
 import time
 
-from mlir_rl_tui.commands.common import CliError, add_json, checkpoint, emit, output_file, positive_int
+from mlir_rl_tui.commands.common import CliError, add_json, checkpoint, emit, output_file, positive_int, replacing
 
 DESCRIPTION = """
 The cost model predicts a schedule's speedup over the untransformed program, with an error bar, without
@@ -113,7 +113,8 @@ def _calibrate(args, cm, programs, held) -> int:
     except EngineError as e:
         raise CliError(str(e)) from None
     out = args.out or args.model or DEFAULT_MODEL
-    model.save(out)
+    with replacing(out) as tmp:  # one line on a write error; OUT replaced only when whole
+        model.save(tmp)
     c = model.info["interval"]
     if args.json:
         emit({"out": out, **c})
@@ -136,7 +137,8 @@ def _train(args, cm, programs, samples, held) -> int:
                       held_out=sorted(programs.names[s] for s in {x.program for x in held}))
     if len({s.program for s in held}) >= 2:
         model.info["interval"] = cm.calibrate(model, held, _trained_op_types(programs), args.level)
-    model.save(args.out)
+    with replacing(args.out) as tmp:  # one line on a write error; OUT replaced only when whole
+        model.save(tmp)
     report = {"out": args.out, "train_samples": len(train), "train_programs": len({s.program for s in train}),
               "seconds": round(time.monotonic() - start, 1),
               "train": _summary(cm.evaluate(model, train, programs.names))}

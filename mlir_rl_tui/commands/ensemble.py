@@ -40,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
     for m in args.members:
         if not os.path.exists(m):
             raise CliError(f"{m}: no such policy checkpoint")
-    output_file(args.out, args.members)
+    output_file(args.out, args.members, regular=True)  # read back after writing: a file, not a device
     if args.member is not None:
         if len(args.members) != 1:
             raise CliError(f"--member takes one ensemble, not {len(args.members)} files")

@@ -16,6 +16,7 @@ from mlir_rl_tui.commands.common import (
     make_engine,
     output_file,
     positive_int,
+    replacing,
 )
 
 #: Policies one evaluation measures side by side (each adds its schedules to every round).
@@ -61,6 +62,10 @@ def run(args: argparse.Namespace) -> int:
         if not args.png.lower().endswith(".png"):
             raise CliError(f"--png {args.png}: give a file name ending in .png")
         output_file(args.png, paths)
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            raise CliError("--png needs matplotlib (pip install matplotlib)") from None
     given = args.policy or [None]
     if len(given) > MAX_POLICIES:
         raise CliError(f"--policy takes at most {MAX_POLICIES} checkpoints, not {len(given)}")
@@ -181,12 +186,7 @@ def _plot(rows: list[dict], png: str | None) -> None:
     plt.title("speedup over the untransformed baseline")
     if png:
         plt.plotsize(120, 30)
-        try:
-            import matplotlib  # noqa: F401
-        except ImportError:
-            plt.save_fig(png if png.endswith((".txt", ".html")) else png + ".txt")
-            raise CliError("--png needs matplotlib (pip install matplotlib); a text plot was saved instead") from None
-        _png(names, series, png)
+        _png(names, series, png)  # matplotlib is there: checked before the measurements
         return
     plt.show()
 
@@ -207,4 +207,5 @@ def _png(names, series, path: str) -> None:
     ax.set_ylabel("speedup")
     ax.legend()
     fig.tight_layout()
-    fig.savefig(path)
+    with replacing(path) as tmp:
+        fig.savefig(tmp, format="png")

@@ -73,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
     model_file = args.model.rsplit(":", 1)[0] if ".py:" in args.model else args.model
     library_file(args.output, [model_file])  # before the minutes of tuning; and the imported program beside it
     if ".py:" in args.model:
-        output_file(os.path.splitext(args.output)[0] + ".mlir", [model_file])
+        output_file(os.path.splitext(args.output)[0] + ".mlir", [model_file, args.output])
     db = open_tuning_db(args.db)
     with ProgressLine() as line:
         line.update(f"tune: importing {args.model}" if ".py:" in args.model else f"tune: loading {args.model}")
@@ -113,11 +113,9 @@ def run(args: argparse.Namespace) -> int:
             line.update("tune: building the library")
             extra = {"model": {"spec": args.model, "inputs": info.get("inputs"), "forward": info.get("forward")},
                      "tuned": {"ms": r.best.time_ms, "baseline_ms": r.baseline.time_ms, "machine": eng.machine}}
-            desc = build_library(eng, prog, r.schedule, args.output, extra=extra)
-        line.update("tune: checking the library against the reference")
-        problem = verify_library(args.output, path)
-    if problem:
-        raise CliError(f"{args.output}: {problem}")
+            # checked against the reference before it takes OUT's place: a library that fails leaves OUT as it was
+            desc = build_library(eng, prog, r.schedule, args.output, extra=extra,
+                                 check=lambda lib: verify_library(lib, path))
     out = {"library": args.output, "program": path, **r.to_json(), "interrupted": interrupted.is_set(),
            "runtime": desc["runtime"], "checked": "PyTorch" if os.path.exists(path + ".torch.npz") else "engine"}
     if args.json:

@@ -32,7 +32,7 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(f"tuning-db show takes no FILE ({args.file}); --db FILE shows another database")
     # show and export only read: a --db file the user named is opened as it is (never created, repaired or
     # moved aside); the default database, the product's own, opens as `tune` opens it
-    db = open_tuning_db(args.db, readonly=args.action != "import" and args.db is not None)
+    db = open_tuning_db(args.db, readonly=args.action != "import")
     machine = None if args.all else machine_key()
     if args.action == "export":
         output_file(args.file, [db.path])  # before any record is read
