@@ -143,7 +143,7 @@ def main(argv: list[str] | None = None) -> str:
     p.add_argument("--lr", type=float, default=1e-3)
     p.add_argument("--seed", type=int, default=0)
     a = p.parse_args(argv)
-    from mlir_rl_tui.agent.data import load_programs
+    from mlir_rl_tui.engine.programs import load_programs
 
     progs = load_programs(a.programs) if a.programs else []
     ex = [e for t in a.traces for e in examples_from_trace(t, progs)]

@@ -57,24 +57,19 @@ class Programs:
 
 
 def read_programs(items: list[str], held_out: list[str] = ()) -> Programs:
-    """Programs of `items` (data set folders: their manifest's eval split is held out; folders of .mlir
-    files; files) and of `held_out` (all held out)."""
+    """Programs of `items` (engine.programs.program_paths: samples, data sets, folders, files; a data set's
+    eval split is held out) and of `held_out` (all held out)."""
     from mlir_rl_tui.engine.dataset import read_manifest
+    from mlir_rl_tui.engine.programs import program_paths
 
     out = Programs()
     for group, all_held in ((items, False), (held_out, True)):
         for item in group:
-            if os.path.isdir(item) and os.path.exists(os.path.join(item, "manifest.json")):
-                for e in read_manifest(item)["programs"]:
-                    out.add(e["abspath"], all_held or e.get("split") == "eval")
-            elif os.path.isdir(item):
-                for f in sorted(os.listdir(item)):
-                    if f.endswith(".mlir"):
-                        out.add(os.path.join(item, f), all_held)
-            elif os.path.isfile(item):
-                out.add(item, all_held)
-            else:
-                raise EngineError(f"{item}: no such file or folder")
+            manifest = os.path.join(item, "manifest.json") if os.path.isdir(item) else item
+            held = {e["abspath"] for e in read_manifest(manifest)["programs"] if e.get("split") == "eval"} \
+                if manifest.endswith(".json") and os.path.isfile(manifest) else set()
+            for path in program_paths(item):
+                out.add(path, all_held or path in held)
     return out
 
 

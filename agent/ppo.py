@@ -292,7 +292,7 @@ def train(args: Args, on_iteration: Callable[[dict], None] | None = None,
           on_progress: Callable[[str], None] | None = None) -> str:
     """Train; returns the path of the final policy checkpoint (OUT/policy.pt). `on_iteration` gets each
     iteration's CSV row, `on_progress` a line saying what the iteration is doing (a progress line)."""
-    from mlir_rl_tui.agent.data import load_programs
+    from mlir_rl_tui.engine.programs import load_programs
 
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)

@@ -85,7 +85,7 @@ def main() -> int:
 
     paths = [os.path.join(ROOT, "samples", f"{n}.mlir") for n in (args.only.split(",") if args.only else SAMPLES)]
     if args.dataset:
-        from mlir_rl_tui.agent.data import program_paths
+        from mlir_rl_tui.engine.programs import program_paths
 
         paths += [p for p in program_paths([args.dataset], "eval")
                   if sum(1 for o in load_file(p).ops if o.name != "linalg.fill") == 1]

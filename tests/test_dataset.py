@@ -88,7 +88,7 @@ def test_long_data_sets_redraw_duplicates_instead_of_failing(tmp_path):
 
 
 def test_one_manifest_reader_for_generated_and_hand_written_manifests(tmp_path):
-    from mlir_rl_tui.agent.data import program_paths
+    from mlir_rl_tui.engine.programs import program_paths
 
     man = tmp_path / "manifest.json"
     man.write_text(json.dumps({"programs": ["a.mlir", {"path": "b.mlir", "split": "train"},

@@ -227,7 +227,7 @@ def test_samples_to_a_file_that_is_neither_a_folder_nor_mlir(capsys, files):
 
 def test_costmodel_cache_that_is_a_file(capsys, files):
     line = one_line(capsys, ["costmodel", "eval", "--cache", files["random"], "--programs", "matmul"])
-    assert line == f"mlir-rl-tui: error: --cache {files['random']}: a file, not a folder"
+    assert line == f"mlir-rl-tui: error: --cache {files['random']}: is a file, not a folder"
 
 
 def test_replay_of_random_bytes_is_not_a_trace(capsys, files):

@@ -228,6 +228,15 @@ def test_dataset_generate_into_a_data_set_needs_force(tmp_path, cache):
     r = cli(cache, tmp_path, *gen, "--seed", "3", "--force")
     assert r.returncode == 0, r.stderr
     assert (tmp_path / "ds" / "manifest.json").read_bytes() != before["manifest.json"]
+    (tmp_path / "progs").mkdir()
+    keep(tmp_path / "progs" / "0000_mine.mlir")
+    refused(cli(cache, tmp_path, "dataset", "generate", "--out", "progs", "--n", "1", "--no-baseline"),
+            "progs: holds .mlir programs", "--force")
+    assert sorted(os.listdir(tmp_path / "progs")) == ["0000_mine.mlir"]
+    keep(tmp_path / "f.txt")
+    refused(cli(cache, tmp_path, "dataset", "generate", "--out", "f.txt", "--n", "1"), "--out f.txt: is a file, not a folder")
+    refused(cli(cache, tmp_path, "costmodel", "eval", "--cache", "nodir", "--programs", "matmul"),
+            "--cache nodir: no such folder")
 
 
 # outputs of import, costmodel, train, evaluate --png: checked before any work

@@ -276,14 +276,13 @@ def test_bad_manifests_are_one_line_errors(tmp_path, capsys, content, expected):
 
 
 def test_manifest_size_limit(tmp_path, monkeypatch):
-    from mlir_rl_tui.agent import data
-    from mlir_rl_tui.engine import EngineError, dataset
+    from mlir_rl_tui.engine import EngineError, dataset, programs
 
     man = tmp_path / "manifest.json"
     man.write_text(json.dumps({"programs": [{"path": "a.mlir", "split": "train"}] * 20}))
     monkeypatch.setattr(dataset, "MAX_MANIFEST_BYTES", 100)
     with pytest.raises(EngineError, match="larger than"):
-        data.program_paths(str(man))
+        programs.program_paths(str(man))
     with pytest.raises(EngineError, match="larger than"):
         dataset.read_manifest(str(man))
     monkeypatch.setattr(dataset, "MAX_MANIFEST_BYTES", 1 << 20)

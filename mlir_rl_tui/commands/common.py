@@ -243,6 +243,17 @@ def library_file(path: str, inputs: Iterable[str] = ()) -> str:
     return path
 
 
+def folder(option: str, path: str, must_exist: bool = False, why: str = "") -> str:
+    """Check a folder the user named with `option` (`--out DIR`, `--cache DIR`): a CliError (one line) when
+    `path` is a file, or with `must_exist` when there is nothing there; `why` says what the folder is for.
+    Returns `path`."""
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise CliError(f"{option} {path}: is a file, not a folder" + (f" ({why})" if why else ""))
+    if must_exist and not os.path.exists(path):
+        raise CliError(f"{option} {path}: no such folder" + (f" ({why})" if why else ""))
+    return path
+
+
 def output_file(path: str, inputs: Iterable[str] = (), regular: bool = False) -> str:
     """Check a file the user named for a command to write, before the command does any work: a CliError
     (one line) when `path` is a folder, when its folder does not exist (or is a file), or when it is the

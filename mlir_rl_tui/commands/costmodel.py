@@ -7,7 +7,16 @@ import math
 import os
 import time
 
-from mlir_rl_tui.commands.common import CliError, add_json, checkpoint, emit, output_file, positive_int, replacing
+from mlir_rl_tui.commands.common import (
+    CliError,
+    add_json,
+    checkpoint,
+    emit,
+    folder,
+    output_file,
+    positive_int,
+    replacing,
+)
 
 DESCRIPTION = """
 The cost model predicts a schedule's speedup over the untransformed program, with an error bar, without
@@ -74,14 +83,12 @@ def run(args: argparse.Namespace) -> int:
                        "pip install 'mlir-rl-tui[agent]'") from None
     from mlir_rl_tui.engine.cache import CACHE_FILE, Cache, default_cache_dir
 
-    folder = args.cache or default_cache_dir()
-    if args.cache and not os.path.isdir(folder):
-        raise CliError(f"--cache {folder}: " + ("a file, not a folder" if os.path.exists(folder) else "no such folder"))
+    where = folder("--cache", args.cache, must_exist=True) if args.cache else default_cache_dir()
     out = getattr(args, "out", None)
     if out:  # the model file to write: not a folder, not a program read here (before any work)
         output_file(out, [*(args.programs or []), *(args.held_out or [])])
     programs = cm.read_programs(args.programs, args.held_out)
-    cache = Cache(os.path.join(folder, CACHE_FILE))
+    cache = Cache(os.path.join(where, CACHE_FILE))
     try:
         samples = cm.read_samples(cache, programs)
     finally:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from mlir_rl_tui.commands.common import CliError, emit, make_engine, output_file, positive_int, replacing
+from mlir_rl_tui.commands.common import CliError, emit, folder, make_engine, output_file, positive_int, replacing
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -18,7 +18,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--no-baseline", action="store_true", help="do not measure baselines (faster; no times)")
     g.add_argument("--runs", type=positive_int, default=5, help="timed runs per baseline (median reported)")
     g.add_argument("--json", action="store_true", help="print the manifest as one JSON object")
-    g.add_argument("--force", action="store_true", help="write into a folder that already holds a data set "
+    g.add_argument("--force", action="store_true", help="write into a folder that already holds a data set or programs "
                                                         "(its manifest.json and same-named programs are overwritten)")
     m = sub.add_parser("measure", help="measure schedules of a data set's programs for the cost model (costmodel train)")
     m.add_argument("programs", nargs="+", metavar="DIR|FILE",
@@ -78,44 +78,26 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def program_paths(items: list[str], split: str = "all") -> list[str]:
-    """.mlir files named by FILE arguments: a data set folder (its manifest's programs of `split`), a folder
-    of .mlir files, or a file."""
-    import os
-
-    from mlir_rl_tui.engine.dataset import read_manifest
-
-    out: list[str] = []
-    for item in items:
-        if os.path.isdir(item) and os.path.exists(os.path.join(item, "manifest.json")):
-            man = read_manifest(item)
-            out += [e["abspath"] for e in man["programs"] if split == "all" or e.get("split", "train") == split]
-        elif os.path.isdir(item):
-            out += sorted(os.path.join(item, f) for f in os.listdir(item) if f.endswith(".mlir"))
-        elif os.path.isfile(item):
-            out.append(item)
-        else:
-            raise CliError(f"{item}: no such file or folder")
-    if not out:
-        raise CliError(f"no .mlir programs found in {', '.join(items)}")
-    return out
-
-
 def check_out_folder(out: str, force: bool) -> None:
     """`generate --out`: a CliError (one line) for a file, and, unless `force`, for a folder that already
-    holds a data set (its manifest.json and programs would be overwritten)."""
+    holds a data set or .mlir programs (a manifest.json and same-named programs would be overwritten)."""
     import os
 
-    if os.path.exists(out) and not os.path.isdir(out):
-        raise CliError(f"--out {out}: is a file, not a folder")
+    folder("--out", out)
     manifest = os.path.join(out, "manifest.json")
-    if os.path.exists(manifest) and not force:
+    if force or not os.path.isdir(out):
+        return
+    if os.path.exists(manifest):
         raise CliError(f"--out {out}: holds a data set already ({manifest}); give another --out, or --force "
                        "overwrites it")
+    if any(f.endswith(".mlir") for f in os.listdir(out)):
+        raise CliError(f"--out {out}: holds .mlir programs, which same-named generated ones would overwrite; "
+                       "give another --out, or --force writes into it")
 
 
 def run_measure(args: argparse.Namespace) -> int:
     from mlir_rl_tui.engine import dataset
+    from mlir_rl_tui.engine.programs import program_paths
     from mlir_rl_tui.engine.search import METHODS
     from mlir_rl_tui.progress import ProgressLine
 
@@ -123,7 +105,7 @@ def run_measure(args: argparse.Namespace) -> int:
     bad = [m for m in methods if m not in METHODS]
     if bad or not methods:
         raise CliError(f"unknown search method {','.join(bad) or '(none)'}; choose from {', '.join(METHODS)}")
-    paths = program_paths(args.programs, args.split)
+    paths = program_paths(args.programs, None if args.split == "all" else args.split)
     start = time.monotonic()
     with ProgressLine() as line, make_engine(args) as eng:
         made = dataset.measure(paths, eng, args.budget, methods, args.seed,
@@ -140,6 +122,7 @@ def run_transfer(args: argparse.Namespace) -> int:
     from mlir_rl_tui.engine import measurement_file as mf
     from mlir_rl_tui.engine.cache import Cache
     from mlir_rl_tui.engine.engine import machine_key
+    from mlir_rl_tui.engine.programs import program_paths
 
     cache = Cache()
     if not cache.usable:

@@ -13,7 +13,7 @@ import sys
 import textwrap
 
 from mlir_rl_tui.agent import ppo_args, recipes
-from mlir_rl_tui.commands.common import CliError, positive_int
+from mlir_rl_tui.commands.common import CliError, folder, positive_int
 
 USAGE = "mlir-rl-tui train [--recipe default --out DIR | --programs ... --out DIR] [options]"
 DESCRIPTION = """--recipe default --out DIR makes the shipped policy from the repository alone, resuming
@@ -94,8 +94,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     given = {k: v for k, v in vars(args).items() if k not in ("command", "handler", "recipe")}
     out = given.get("out")
-    if out and os.path.exists(out) and not os.path.isdir(out):
-        raise CliError(f"--out {out}: is a file, not a folder (training writes its checkpoints into a folder)")
+    if out:
+        folder("--out", out, why="training writes its checkpoints into a folder")
     if args.recipe:
         return _recipe(given)
     wrong = sorted(given.keys() - _PPO.keys() - _BC)
@@ -112,8 +112,8 @@ def _ppo(given: dict) -> int:
     a = ppo.Args(**given)
     if traces:
         from mlir_rl_tui.agent import bc
-        from mlir_rl_tui.agent.data import load_programs
         from mlir_rl_tui.agent.policy import ActorCritic, load, save
+        from mlir_rl_tui.engine.programs import load_programs
 
         progs = load_programs(a.programs, split="train")
         examples = [e for t in traces for e in bc.examples_from_trace(t, progs)]

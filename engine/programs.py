@@ -1,24 +1,28 @@
-"""Which programs to train or evaluate on: a folder, a dataset manifest (with a split) or files."""
+"""Which programs a command works on: the one rule for a list of program arguments (`dataset measure`,
+`dataset export`, `evaluate --programs`, `train --programs`, `costmodel`).
+
+An argument is a shipped sample's name (`matmul`, or `samples` for all of them: engine.samples.program), a
+data set (a folder holding manifest.json, or the manifest itself: engine.dataset.read_manifest; with a
+split, the programs of that split and those without one), a folder (its .mlir files, recursively) or a file.
+"""
 
 from __future__ import annotations
 
 import glob
 import os
 
-from mlir_rl_tui.engine import EngineError, Program, load_file, samples
+from mlir_rl_tui.engine import samples
 from mlir_rl_tui.engine.dataset import read_manifest
+from mlir_rl_tui.engine.errors import EngineError
+from mlir_rl_tui.engine.program import Program, load_file
 
 
 def program_paths(spec: str | list[str], split: str | None = None) -> list[str]:
-    """Paths of .mlir files from a folder (recursive), a data-set manifest (engine.dataset.read_manifest;
-    with `split`, the programs of that split and those without one) or files.
-
-    A folder holding a manifest.json is read through the manifest, so `split` applies to it.
-    A name that is no file is a shipped sample's (mlir_rl_tui.engine.samples.program).
-    """
+    """Paths of the .mlir files `spec` names (module docstring); `split` None takes every program of a data
+    set. An EngineError (one line) for a name that is no file, folder or sample, and when nothing is found."""
     specs = [spec] if isinstance(spec, str) else list(spec)
     out: list[str] = []
-    for s in map(samples.program, specs):  # a shipped sample's name, or `samples` for all of them, works anywhere
+    for s in map(samples.program, specs):
         if os.path.isdir(s) and os.path.exists(os.path.join(s, "manifest.json")):
             s = os.path.join(s, "manifest.json")
         if os.path.isdir(s):
@@ -35,4 +39,5 @@ def program_paths(spec: str | list[str], split: str | None = None) -> list[str]:
 
 
 def load_programs(spec: str | list[str], split: str | None = None) -> list[Program]:
+    """The programs of `program_paths(spec, split)`, loaded (engine.program.load_file)."""
     return [load_file(p) for p in program_paths(spec, split)]
