@@ -10,7 +10,7 @@ Per program, one program at a time (nothing else competes for the cores):
 3. the final schedules (a schedule two of them share, once) are measured again, fresh, interleaved A B C A B C
    for `rounds` rounds, more while one's runs are split by a slow spell (agent.remeasure; the row's "rounds");
    each figure is the fastest run's speedup over the fastest baseline timed beside the runs (pooled over the
-   sitting's runs, so the schedules compare as their times do; `agent.remeasure.figure`: noise only adds time),
+   remeasurement's runs, so the schedules compare as their times do; `agent.remeasure.figure`: noise only adds time),
    each round's figures in the row's "<k>_runs";
 4. PyTorch eager on the same shapes and layout in a fresh process (agent.torch_reference), when the
    program is one op PyTorch has.
@@ -23,7 +23,7 @@ least to the machine's drift). The policy infers on one torch thread: the cores 
 timed. `mlir-rl-tui evaluate` prints `evaluation(...)`.
 
 An evaluation takes hours on a 2-core machine (27 programs, 150 searched candidates and three final schedules
-each: 2.5 hours on the Intel VM of 2026-11-28): `RowsFile` keeps each finished row (`evaluate --rows FILE`), so
+each: 2.5 hours on a 2-core Intel Xeon VM): `RowsFile` keeps each finished row (`evaluate --rows FILE`), so
 a stopped evaluation loses only the program it was on, and the same call again measures only the rest.
 """
 
@@ -159,7 +159,7 @@ def evaluate_program(eng: Engine, policies: list, path: str, budgets: list[int],
     # each distinct schedule measured once per round, all of them interleaved (A B C A B C ...), more rounds
     # while one's runs are split by a slow spell of the machine (agent.remeasure)
     runs = remeasure(eng, prog, list(schedules.values()), rounds)
-    figures = speedups(runs)  # over the sitting's pooled baseline: the schedules compare as their times
+    figures = speedups(runs)  # over the remeasurement's pooled baseline: the schedules compare as their times
     row["rounds"] = len(next(iter(runs.values())))
     for k, sched in schedules.items():
         ms, xs = runs[to_text(sched)], figures[to_text(sched)]

@@ -88,7 +88,7 @@ def confirmed(engine: Engine, program: Program, schedules: list[Schedule],
     schedule can measure at one level at one moment and at another later; timed side by side, two schedules
     are compared at the same moment, so the choice is not a draw of the machine's state."""
     by_text = {to_text(s): s for s in schedules}
-    figures = speedups(remeasure(engine, program, schedules, rounds))  # over the sitting's pooled baseline
+    figures = speedups(remeasure(engine, program, schedules, rounds))  # over the remeasurement's pooled baseline
     out = [(by_text[t], figure(xs), xs) for t, xs in figures.items()]
     return sorted(out, key=lambda x: -x[1])
 

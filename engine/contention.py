@@ -18,7 +18,7 @@ with it at 2.28-2.36 us, in runs of one to five measurements (seconds); both eng
 pair went slow at the same moments, so it is the machine, not the process (malloc's layout, thread
 placement and page faults were ruled out). Such a
 state lasted through all three rounds of an A/B comparison and made a block's figure 2.6x apart between
-sittings with the same code. So a parallel timing whose probe took over FAR_FACTOR times the machine's
+runs of the same code. So a parallel timing whose probe took over FAR_FACTOR times the machine's
 fastest probe so far (`far`; the engine keeps it, and the machine's record for the next engine) is timed
 again after FAR_WAITS_S, and if still far it is reported as far and not stored, like a contended one.
 """

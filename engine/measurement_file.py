@@ -96,8 +96,8 @@ def import_measurements(cache, path: str, as_machine: str | None = None) -> tupl
 SAME_KIND_MAX_MS = 5.0
 #: ... and the file's machine is this kind when the median ratio of the times is within this factor. Two
 #: "AMD EPYC" VMs with the same fingerprint (the model name a VM shows, core count, MLIR, engine version)
-#: timed the samples' baselines 1.2-1.5x apart (2026-11-26), and their schedules' times and speedups with
-#: them; sittings on one machine agree within a few percent.
+#: timed the samples' baselines 1.2-1.5x apart, and their schedules' times and speedups with
+#: them; runs on one machine agree within a few percent.
 SAME_KIND_TOLERANCE = 1.25
 
 

@@ -2,7 +2,7 @@
 (`evaluate` and its comparison of several policies, the teacher's rule checks).
 
 Each round measures every schedule once, A B C A B C ..., never from the cache. The machine has slow spells of
-seconds to a minute that the far-cores probe (engine.contention) does not see: in one evaluation sitting a
+seconds to a minute that the far-cores probe (engine.contention) does not see: in one evaluation a
 convolution's schedule ran 45x, 99x, 45x where earlier evaluations had measured it at 103-106x, and hill
 climbing's schedule beside it 44x, 112x, 113x. So while a schedule's runs are split
 (its slowest run over its fastest above SPLIT), another round of all of them follows, up to `max_rounds`
@@ -11,11 +11,11 @@ state, engine.contention, around each of them: such runs agree with each other a
 evaluation on an AMD EPYC VM hill climbing's parallel schedule of the sample max pooling ran 1.81x, 1.59x,
 1.59x, 5 of that program's timings flagged far, where the same schedule alone took 3.84-3.92x afterwards.
 
-A schedule's figure is its fastest run (`figure`), and the untransformed program's time in the sitting is
+A schedule's figure is its fastest run (`figure`), and the untransformed program's time in the remeasurement is
 the fastest of the baselines timed beside the runs (`pooled_baseline`): noise on this machine only ever
 adds time (engine.timing's rounds take their fastest run for the same reason), and the slow spells are
-states of the host, not of the code. The median of the runs was the figure until 2026-11-27: two
-evaluation sittings of the same policy, same schedules, disagreed on the policy / hill climbing ratio by a
+states of the host, not of the code. With the median of the runs as the figure,
+two evaluations of the same policy, same schedules, disagreed on the policy / hill climbing ratio by a
 mean 5.4% per program (up to 1.26x: a 113x113 pooling's two schedules both ran at 2.5x in some rounds and
 4.8x in others, and the median took whichever state had more rounds); with the fastest run, 1.3% (up to
 1.05x), and with the median of the rounds' paired ratios 3.2%.
@@ -57,17 +57,17 @@ def remeasure(engine: Engine, program: Program, schedules: list[Schedule], round
 
 
 def pooled_baseline(runs: dict[str, list[Measurement]]) -> float | None:
-    """The untransformed program's time in this sitting: the fastest of the baselines paired with every run
+    """The untransformed program's time in this remeasurement: the fastest of the baselines paired with every run
     of every schedule. One baseline for all of them, so their figures compare as their times do: the
     serial baseline timed beside each measurement moves with where its buffers land (the matmul sample's
-    12.5 ms beside one schedule's three runs and 18.7 ms beside the other's, in one sitting, while both
+    12.5 ms beside one schedule's three runs and 18.7 ms beside the other's, in one remeasurement, while both
     schedules ran at 96-97% of FMA peak: 86x against 121x paired)."""
     base = [m.baseline_ms for ms in runs.values() for m in ms if m.ok and m.baseline_ms]
     return min(base) if base else None
 
 
 def speedups(runs: dict[str, list[Measurement]]) -> dict[str, list[float]]:
-    """Each run's speedup over the sitting's pooled baseline (0 for a failed run), by schedule text; the
+    """Each run's speedup over the remeasurement's pooled baseline (0 for a failed run), by schedule text; the
     untransformed program (text "") is 1 by definition."""
     base = pooled_baseline(runs)
 
@@ -80,6 +80,6 @@ def speedups(runs: dict[str, list[Measurement]]) -> dict[str, list[float]]:
 
 
 def figure(xs: list[float]) -> float:
-    """A schedule's figure in a sitting from its runs' speedups (`speedups`): the fastest run; 0 when a run
+    """A schedule's figure in a remeasurement from its runs' speedups (`speedups`): the fastest run; 0 when a run
     failed (a schedule that fails once is not one to keep)."""
     return max(xs) if xs and all(xs) else 0.0
