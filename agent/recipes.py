@@ -17,7 +17,7 @@ From the repository alone it makes a policy equivalent to agent/checkpoints/defa
    shipped policy's (agent/checkpoints/default.pt, when it is another file) in the same rounds
    (`agent.evaluate`; rows kept in DIR/evaluation.rows): DIR/default.json records the policy's figures and
    its ratio to the shipped one with the command, the repository commit, the data, the stages' times and
-   the machine.
+   the machine, and each run of a resumed recipe (DIR/runs.jsonl: when, which commit, which machine).
 
 Every stage resumes where it stopped: a stage's finished files are kept, a program with a target is not
 searched again, and the measurement cache replays what an interrupted search had measured. `--ship` copies
@@ -431,6 +431,31 @@ def commit() -> str | None:
     return head.stdout.strip() + ("+changes" if dirty.stdout.strip() else "")
 
 
+def note_run(out: str, st: Stages) -> list[dict]:
+    """Append this run of the recipe to DIR/runs.jsonl (a stopped run resumed is several runs): when it
+    started, the commit, the machine and the seconds the stages had taken before it; returns every run so
+    far. A run resumed on another machine or commit says so in the log, and default.json lists them all."""
+    from mlir_rl_tui.engine.doctor import cpu_model
+
+    path = os.path.join(out, "runs.jsonl")
+    runs: list[dict] = []
+    with contextlib.suppress(OSError), open(path, encoding="utf-8") as f:
+        for line in f:
+            with contextlib.suppress(ValueError):
+                row = json.loads(line)
+                if isinstance(row, dict):
+                    runs.append(row)
+    now = {"started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "commit": commit(),
+           "machine": cpu_model(), "cores": os.cpu_count(), "seconds_before": round(sum(st.seconds.values()))}
+    if runs and any(runs[-1].get(k) != now[k] for k in ("commit", "machine", "cores")):
+        st.log("resuming a run last continued on " + ", ".join(
+            f"{k} {runs[-1].get(k)}" for k in ("machine", "cores", "commit") if runs[-1].get(k) != now[k])
+            + f"; this one: {now['machine']}, {now['cores']} cores, commit {now['commit']}")
+    with open(path, "a", encoding="utf-8") as f:
+        f.write(json.dumps(now) + "\n")
+    return [*runs, now]
+
+
 # ----------------------------------------------------------------------------------------------
 def train_default(r: DefaultRecipe, log: Callable[[str], None] = print,
                   on_progress: Callable[[str], None] | None = None) -> str:
@@ -447,6 +472,7 @@ def train_default(r: DefaultRecipe, log: Callable[[str], None] = print,
         raise EngineError(f"--members is 1 to 4, not {r.members}")
     os.makedirs(r.out, exist_ok=True)
     st = Stages(log, on_progress, r.out)
+    runs = note_run(r.out, st)
     train, evaluation, counts = make_programs(r, st)
     st.log(f"{len(train)} training programs, {len(evaluation)} evaluation programs")
     targets = run_teacher(r, train, st)
@@ -476,6 +502,7 @@ def train_default(r: DefaultRecipe, log: Callable[[str], None] = print,
         "evaluation": ev,
         "seconds": {**{k: round(v) for k, v in st.seconds.items()}, "total": round(sum(st.seconds.values()))},
         "machine": cpu_model(), "cores": os.cpu_count(),
+        "runs": runs,
     }
     with open(os.path.join(r.out, "default.json"), "w") as f:
         json.dump(info, f, indent=1)

@@ -210,6 +210,7 @@ def test_the_recipe_runs_end_to_end_and_resumes(tmp_path, cache_dir, capsys, mon
     assert os.stat(shipped).st_mtime_ns == before  # no --ship: untouched
     for stage in ("programs", "teacher", "cloning (epochs)", "evaluation"):
         assert stage in info["seconds"]
+    assert [(x["commit"], x["machine"], x["seconds_before"]) for x in info["runs"]] == [(info["commit"], info["machine"], 0)]
 
     # run again: nothing searched, nothing cloned, nothing evaluated again (the rows are kept); each stage's
     # seconds add up over the runs
@@ -223,13 +224,21 @@ def test_the_recipe_runs_end_to_end_and_resumes(tmp_path, cache_dir, capsys, mon
     assert (out / "default.pt").stat().st_mtime_ns == ensemble  # not written again: its rows stay its own
     assert len((out / "targets.jsonl").read_text().splitlines()) == 2
     assert (out / "member2.pt").stat().st_mtime_ns == member2
+    assert len(again["runs"]) == 2 and again["runs"][0] == info["runs"][0]  # each run of the folder, in order
+    assert abs(again["runs"][1]["seconds_before"] - info["seconds"]["total"]) <= 2
     # an interrupt cut the second target's line and the second member was never written: both made again
     lines = (out / "targets.jsonl").read_text().splitlines()
     (out / "targets.jsonl").write_text(lines[0] + "\n" + lines[1][: len(lines[1]) // 2])
     (out / "member2.pt").unlink()
     member1 = (out / "member1.pt").stat().st_mtime_ns
+    from mlir_rl_tui.engine import doctor
+
+    monkeypatch.setattr(doctor, "cpu_model", lambda: "Another CPU")  # resumed on another machine: said, recorded
     assert main(argv) == 0
     err = capsys.readouterr().err
+    assert f"resuming a run last continued on machine {info['machine']}" in err and "this one: Another CPU" in err
+    assert [x["machine"] for x in json.loads((out / "default.json").read_text())["runs"]] == \
+        [info["machine"], info["machine"], "Another CPU"]
     assert "member2.pt" in err and "member1.pt:" not in err
     assert len(read_targets(str(out / "targets.jsonl"))) == 2 and (out / "member2.pt").exists()
     assert (out / "member1.pt").stat().st_mtime_ns == member1
