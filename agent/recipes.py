@@ -1,6 +1,6 @@
 """The recipe of the shipped policy, as code: `mlir-rl-tui train --recipe default --out DIR`.
 
-From the repository alone it makes a policy equivalent to agent/checkpoints/default.pt, in five stages:
+From the repository alone it makes agent/checkpoints/default.pt (that checkpoint is its output), in five stages:
 
 1. programs: the training programs of `PROGRAMS`, drawn with fixed seeds by `engine.dataset` and
    `agent.block_programs` into DIR/programs; a program equal to an evaluation program (the main data set's
@@ -10,9 +10,11 @@ From the repository alone it makes a policy equivalent to agent/checkpoints/defa
    then each group of `agent.expert.RULE_GROUPS` in turn is timed beside the target, fresh and interleaved,
    and taken when it runs at least PREFER_RULES of the target's speed (`expert.checked_by_rules`). One line
    per program in DIR/targets.jsonl.
-3. cloning: MEMBERS policies cloned from scratch on the targets (policy and value heads; seeds 0, 1, ...),
-   BC_EPOCHS epochs each: DIR/member1.pt, ...
-4. the members deciding together by vote (`agent.policy.save_ensemble`): DIR/default.pt.
+3. cloning: a policy cloned from scratch on the targets (policy and value heads, seed 0), BC_EPOCHS epochs:
+   DIR/member1.pt (with --members N, N policies, seeds 0, 1, ...).
+4. DIR/default.pt: that policy (with --members N, the members deciding together by vote,
+   `agent.policy.save_ensemble`). One policy is the default: three deciding together measured 1.012 of it
+   over the evaluation programs, within the noise of the comparison, at three times the decision time.
 5. evaluation: the policy's one-pass schedule of every evaluation program, measured side by side with the
    shipped policy's (agent/checkpoints/default.pt, when it is another file) in the same rounds
    (`agent.evaluate`; rows kept in DIR/evaluation.rows): DIR/default.json records the policy's figures and
@@ -22,9 +24,9 @@ From the repository alone it makes a policy equivalent to agent/checkpoints/defa
 Every stage resumes where it stopped: a stage's finished files are kept, a program with a target is not
 searched again, and the measurement cache replays what an interrupted search had measured. `--ship` copies
 default.pt and default.json to agent/checkpoints/, where the app, `optimize` and `evaluate` find the policy.
-The teacher's measurements take most of the time: on a 2-core Intel Xeon VM about 1 minute per generated
-program and 2 minutes per model block, about 12 hours for all of them when the measurement cache has none of
-their measurements.
+The teacher's measurements take most of the time: the recipe took 4 h 24 min on a 2-core AMD EPYC VM with
+data/'s measurement files imported (teacher 3 h 44 min); on a 2-core Intel Xeon VM with an empty measurement
+cache, about 1 minute per generated program and 2 minutes per model block, about 12 hours for the teacher.
 """
 
 from __future__ import annotations
@@ -107,8 +109,8 @@ class DefaultRecipe:
     """the run's folder (recipe: resumes from it)"""
     budget: int = 30
     """teacher measurements per program"""
-    members: int = 3
-    """policies deciding together"""
+    members: int = 1
+    """policies deciding together (more than one: an ensemble deciding by vote)"""
     bc_epochs: int = 50
     seed: int = 0
     threads: int = 2
@@ -119,14 +121,15 @@ class DefaultRecipe:
     """copy the policy to agent/checkpoints/"""
 
     def command(self) -> str:
-        """The command line that runs this recipe (recorded in default.json)."""
+        """The command line that runs this recipe (recorded in default.json), its folder as DIR: where a run
+        wrote its files does not change what it makes, and the record travels with the checkpoint."""
         words = ["mlir-rl-tui", "train", "--recipe", "default"]
         for f in fields(self):
             v = getattr(self, f.name)
             if v == f.default:
                 continue
             flag = "--" + f.name.replace("_", "-")
-            words += [flag] if isinstance(v, bool) else [flag, str(v)]
+            words += [flag] if isinstance(v, bool) else [flag, "DIR" if f.name == "out" else str(v)]
         return " ".join(words)
 
 
@@ -490,7 +493,7 @@ def train_default(r: DefaultRecipe, log: Callable[[str], None] = print,
     info = {
         "trained_by": "recipe default", "command": r.command(), "commit": commit(),
         "recipe": {"budget": r.budget, "keep_baseline": KEEP_BASELINE, "prefer_rules": PREFER_RULES,
-                   "rule_groups": ["+".join(g) for g in RULE_GROUPS], "members": r.members, "decode": DECODE,
+                   "rule_groups": ["+".join(g) for g in RULE_GROUPS], "members": r.members, "decode": DECODE if r.members > 1 else None,
                    "bc_epochs": r.bc_epochs, "bc_lr": BC_LR, "seed": r.seed, "limit": r.limit},
         "programs": counts, "train_programs": len(train),
         "left_out": [x["program"] for x in rows if "left_out" in x],

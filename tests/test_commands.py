@@ -139,12 +139,12 @@ def test_train_recipe_default_parses_with_the_recipe_defaults(calls, capsys):
     from mlir_rl_tui.agent.recipes import DefaultRecipe
 
     assert main(["train", "--recipe", "default", "--out", "run"]) == 0
-    assert calls[-1] == DefaultRecipe(out="run") and (calls[-1].members, calls[-1].bc_epochs) == (3, 50)
-    assert calls[-1].command() == "mlir-rl-tui train --recipe default --out run"
-    assert main(["train", "--recipe", "default", "--out", "run", "--budget", "40", "--members", "1",
+    assert calls[-1] == DefaultRecipe(out="run") and (calls[-1].members, calls[-1].bc_epochs) == (1, 50)
+    assert calls[-1].command() == "mlir-rl-tui train --recipe default --out DIR"
+    assert main(["train", "--recipe", "default", "--out", "run", "--budget", "40", "--members", "2",
                  "--bc-epochs", "120", "--ship"]) == 0
-    assert calls[-1] == DefaultRecipe(out="run", budget=40, members=1, bc_epochs=120, ship=True)
-    assert calls[-1].command() == ("mlir-rl-tui train --recipe default --out run --budget 40 --members 1 "
+    assert calls[-1] == DefaultRecipe(out="run", budget=40, members=2, bc_epochs=120, ship=True)
+    assert calls[-1].command() == ("mlir-rl-tui train --recipe default --out DIR --budget 40 --members 2 "
                                    "--bc-epochs 120 --ship")
 
 
@@ -195,7 +195,7 @@ def test_the_recipe_runs_end_to_end_and_resumes(tmp_path, cache_dir, capsys, mon
     targets = read_targets(str(out / "targets.jsonl"))
     assert len(targets) == 2 and all(t["measurements"] >= 1 and t["speedup"] > 0 for t in targets.values())
     info = json.loads((out / "default.json").read_text())
-    assert info["command"] == "mlir-rl-tui " + " ".join(argv) and info["train_programs"] == 2
+    assert info["command"] == "mlir-rl-tui " + " ".join(argv).replace(str(out), "DIR") and info["train_programs"] == 2
     assert info["commit"] and info["machine"] and info["recipe"]["decode"] == "vote"
     assert info["teacher"]["measurements"] == sum(t["measurements"] for t in targets.values())
     ev = info["evaluation"]
