@@ -317,6 +317,7 @@ def clone(r: DefaultRecipe, targets: list[tuple], st: Stages) -> tuple[list[str]
     import torch
 
     from mlir_rl_tui.agent import bc, expert
+    from mlir_rl_tui.agent import checkpoint as ck
     from mlir_rl_tui.agent.policy import ActorCritic, save
     from mlir_rl_tui.engine.errors import EngineError
 
@@ -332,7 +333,10 @@ def clone(r: DefaultRecipe, targets: list[tuple], st: Stages) -> tuple[list[str]
     st.begin("cloning (epochs)", r.members * r.bc_epochs,
              sum(os.path.exists(p) for p in paths) * r.bc_epochs)
     for k, path in enumerate(paths):
-        if os.path.exists(path):
+        if os.path.exists(path):  # cloned by an earlier run: its losses are in its metadata
+            kept = ck.load(path, "policy")[1].get("meta") or {}
+            if isinstance(kept.get("loss"), list):
+                losses[os.path.basename(path)] = kept["loss"]
             continue
         torch.manual_seed(r.seed + k)  # the initial weights too
         model = ActorCritic()
@@ -340,7 +344,7 @@ def clone(r: DefaultRecipe, targets: list[tuple], st: Stages) -> tuple[list[str]
                                    log=lambda ep, loss: st.step())
         losses[os.path.basename(path)] = [round(got[0], 4), round(got[-1], 4)]
         save(model, path, {"trained_by": "bc", "examples": len(examples), "epochs": r.bc_epochs,
-                           "seed": r.seed + k})
+                           "seed": r.seed + k, "loss": losses[os.path.basename(path)]})
         st.log(f"{os.path.basename(path)}: {len(examples)} decisions, loss {got[0]:.3f} -> {got[-1]:.3f}")
     st.end()
     return paths, len(examples), losses

@@ -224,6 +224,7 @@ def test_the_recipe_runs_end_to_end_and_resumes(tmp_path, cache_dir, capsys, mon
     assert (out / "default.pt").stat().st_mtime_ns == ensemble  # not written again: its rows stay its own
     assert len((out / "targets.jsonl").read_text().splitlines()) == 2
     assert (out / "member2.pt").stat().st_mtime_ns == member2
+    assert again["cloning"]["loss"] == info["cloning"]["loss"]  # members cloned earlier: their losses kept
     assert len(again["runs"]) == 2 and again["runs"][0] == info["runs"][0]  # each run of the folder, in order
     assert abs(again["runs"][1]["seconds_before"] - info["seconds"]["total"]) <= 2
     # an interrupt cut the second target's line and the second member was never written: both made again
