@@ -14,7 +14,8 @@ From the repository alone it makes agent/checkpoints/default.pt (that checkpoint
    DIR/member1.pt (with --members N, N policies, seeds 0, 1, ...).
 4. DIR/default.pt: that policy (with --members N, the members deciding together by vote,
    `agent.policy.save_ensemble`). One policy is the default: three deciding together measured 1.012 of it
-   over the evaluation programs, within the noise of the comparison, at three times the decision time.
+   over the evaluation programs (AMD EPYC VM), within the noise of the comparison, at three times the
+   decision time.
 5. evaluation: the policy's one-pass schedule of every evaluation program, measured side by side with the
    shipped policy's (agent/checkpoints/default.pt, when it is another file) in the same rounds
    (`agent.evaluate`; rows kept in DIR/evaluation.rows): DIR/default.json records the policy's figures and
@@ -24,8 +25,8 @@ From the repository alone it makes agent/checkpoints/default.pt (that checkpoint
 Every stage resumes where it stopped: a stage's finished files are kept, a program with a target is not
 searched again, and the measurement cache replays what an interrupted search had measured. `--ship` copies
 default.pt and default.json to agent/checkpoints/, where the app, `optimize` and `evaluate` find the policy.
-The teacher's measurements take most of the time: the recipe took 4 h 24 min on a 2-core AMD EPYC VM with
-data/'s measurement files imported (teacher 3 h 44 min); on a 2-core Intel Xeon VM with an empty measurement
+The teacher's measurements take most of the time: the shipped policy's run took 4 h 27 min on a 2-core AMD
+EPYC VM with data/'s measurement files imported (teacher 3 h 44 min); on a 2-core Intel Xeon VM with an empty measurement
 cache, about 1 minute per generated program and 2 minutes per model block, about 12 hours for the teacher.
 """
 
@@ -497,8 +498,8 @@ def train_default(r: DefaultRecipe, log: Callable[[str], None] = print,
     info = {
         "trained_by": "recipe default", "command": r.command(), "commit": commit(),
         "recipe": {"budget": r.budget, "keep_baseline": KEEP_BASELINE, "prefer_rules": PREFER_RULES,
-                   "rule_groups": ["+".join(g) for g in RULE_GROUPS], "members": r.members, "decode": DECODE if r.members > 1 else None,
-                   "bc_epochs": r.bc_epochs, "bc_lr": BC_LR, "seed": r.seed, "limit": r.limit},
+                   "rule_groups": ["+".join(g) for g in RULE_GROUPS], "members": r.members,
+                   "decode": DECODE if r.members > 1 else None, "bc_epochs": r.bc_epochs, "bc_lr": BC_LR, "seed": r.seed, "limit": r.limit},
         "programs": counts, "train_programs": len(train),
         "left_out": [x["program"] for x in rows if "left_out" in x],
         "teacher": {"measurements": sum(x.get("measurements", 0) for x in rows),
