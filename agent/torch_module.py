@@ -29,6 +29,7 @@ class TunedModule(torch.nn.Module):
             [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD) for n in self.input_names])
         self.input_shapes = [torch.Size(shape) for shape, _ in kernel.args]
         self._dtypes = [torch.from_numpy(np.zeros(0, dtype)).dtype for _, dtype in kernel.args]
+        self._pointers = kernel.has_entry  # the library's C entry point takes the tensors' data pointers
 
     def forward(self, *args, **kwargs) -> torch.Tensor:
         if kwargs or len(args) != len(self.input_names):
@@ -36,15 +37,18 @@ class TunedModule(torch.nn.Module):
                 args = self._signature.bind(*args, **kwargs).args
             except TypeError as e:
                 raise ValueError(f"the tuned module takes ({', '.join(self.input_names)}): {e}") from None
-        xs = []
+        xs, ptrs = [], []
         for x, shape, dtype in zip(args, self.input_shapes, self._dtypes):
-            if not isinstance(x, torch.Tensor) or x.dtype != dtype or not x.is_contiguous() or x.device.type != "cpu":
+            if type(x) is not torch.Tensor or x.dtype != dtype or not x.is_contiguous() or x.device.type != "cpu":
                 x = self._convert(x, len(xs), dtype)
             if x.shape != shape:
                 raise ValueError(f"{self.input_names[len(xs)]} has shape {tuple(x.shape)}; this library was built "
                                  f"for {'x'.join(map(str, shape))} (tune the model again for other shapes)")
-            xs.append(x.detach().numpy())
-        return torch.from_numpy(self.kernel.call(xs))
+            xs.append(x)  # kept alive until the call returns
+            ptrs.append(x.data_ptr())
+        if self._pointers:
+            return torch.from_numpy(self.kernel.call_pointers(ptrs))
+        return torch.from_numpy(self.kernel.call([x.detach().numpy() for x in xs]))
 
     def _convert(self, x, i: int, dtype: torch.dtype) -> torch.Tensor:
         if isinstance(x, torch.Tensor) and x.device.type != "cpu":

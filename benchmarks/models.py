@@ -8,10 +8,13 @@ front-end, a U-Net down block; batch 1):
 3. the tuned library through `mlir_rl_tui.torch.load` (its Python call included), the module eager and the
    module under `torch.compile` (compiled and warmed up first), all at --threads threads, checked against
    one another (rtol 1e-3, atol 1e-4 of the largest output), then timed in --rounds interleaved rounds
-   (each round: each variant's median call over ~0.3 s, in a rotating order);
-4. per model: the ratios eager / tuned and compile / tuned (median over rounds, min..max), and the tuned
-   library's fastest call (median over rounds) against the engine's own figure for the schedule (the
-   second `tune`'s: a fastest run per round of the kernel in its worker).
+   (each round: each variant's median call over ~0.3 s, in a rotating order), and in the same rounds the
+   tuned module as a user's model calls it between PyTorch's own layers: its median call when each call
+   follows one eager call of the model ("between");
+4. the engine's own figure for the library's schedule, measured again right after the rounds (a fastest
+   run per timing round of the kernel in its worker, `apply --no-cache`), against the module's median call
+   alone and between PyTorch calls: the in-process overhead is what the call costs beyond it;
+5. per model: the ratios eager / tuned and compile / tuned (median over rounds, min..max).
 
     .venv/bin/python benchmarks/models.py [--minutes 5] [--only resnet18,unet_down] [--rounds 7] [--out DIR]
                                           [--zoo FILE]   (your own models, in model_zoo.py's form)
@@ -55,6 +58,32 @@ def call_ms(fn, x, seconds: float = 0.3, stat=statistics.median) -> float:
         fn(x)
         times.append(time.perf_counter() - t)
     return stat(times) * 1e3
+
+
+def between_ms(tuned, model, x, seconds: float = 0.3) -> float:
+    """The median call of `tuned(x)` when each follows one call of `model(x)` (PyTorch's own ops before it,
+    as a tuned block between a model's PyTorch layers is called)."""
+    times = []
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end or len(times) < 5:
+        model(x)
+        t = time.perf_counter()
+        tuned(x)
+        times.append(time.perf_counter() - t)
+    return statistics.median(times) * 1e3
+
+
+def engine_ms(lib: str) -> float:
+    """The engine's figure for the library's schedule, measured now (`apply --no-cache` on the program `tune`
+    imported beside the library)."""
+    with open(lib + ".json") as f:
+        desc = json.load(f)
+    program = os.path.splitext(lib)[0] + ".mlir"
+    p = subprocess.run([sys.executable, "-m", "mlir_rl_tui", "apply", program, "--schedule", desc["schedule"],
+                        "--no-cache", "--json"], capture_output=True, text=True)
+    if p.returncode != 0:
+        raise RuntimeError(f"{program}: apply failed: {(p.stderr.strip().splitlines() or ['?'])[-1]}")
+    return json.loads(p.stdout)["time_ms"]
 
 
 def spread(xs: list[float]) -> str:
@@ -114,28 +143,32 @@ def main() -> None:
         torch.testing.assert_close(got_t, want, rtol=1e-3, atol=atol)
         torch.testing.assert_close(got_c, want, rtol=1e-3, atol=atol)
         variants = {"eager": model, "compile": compiled, "tuned": tuned}
-        times: dict[str, list[float]] = {k: [] for k in variants}
+        times: dict[str, list[float]] = {k: [] for k in (*variants, "between")}
         with torch.no_grad():
             for r in range(args.rounds):
-                order = list(variants)[r % 3:] + list(variants)[:r % 3]
+                order = [*variants, "between"]
+                order = order[r % 4:] + order[:r % 4]
                 for k in order:
-                    times[k].append(call_ms(variants[k], x))
+                    times[k].append(between_ms(tuned, model, x) if k == "between" else call_ms(variants[k], x))
             # the engine's figure is a fastest run per round: the library's call, the same way
             fastest = [call_ms(tuned, x, stat=min) for _ in range(args.rounds)]
+        engine_now = engine_ms(lib)
         vs_eager = [e / t for e, t in zip(times["eager"], times["tuned"])]
         vs_compile = [c / t for c, t in zip(times["compile"], times["tuned"])]
         row = {
             "model": name, "input": shape, "ops": first["ops"], "workloads": first["distinct_workloads"],
             "eager_ms": statistics.median(times["eager"]), "compile_ms": statistics.median(times["compile"]),
-            "tuned_ms": statistics.median(times["tuned"]), "engine_ms": second["best_ms"],
+            "tuned_ms": statistics.median(times["tuned"]), "between_ms": statistics.median(times["between"]),
+            "engine_ms": engine_now, "engine_tuned_ms": second["best_ms"],
             "tuned_fastest_ms": statistics.median(fastest),
             "vs_eager": vs_eager, "vs_compile": vs_compile, "tune_s": t1, "second_s": t2,
             "second_searched": second["searched"], "measurements": first["measurements"],
         }
         rows.append(row)
         print(f"{name}: eager {row['eager_ms']:.3f} ms, compile {row['compile_ms']:.3f} ms, tuned {row['tuned_ms']:.3f} "
-              f"ms (fastest {row['tuned_fastest_ms']:.3f}, the engine's {row['engine_ms']:.3f}); vs eager {spread(vs_eager)}, vs compile {spread(vs_compile)}; "
-              f"tune {t1:.0f} s, again {t2:.0f} s", flush=True)
+              f"ms (between PyTorch calls {row['between_ms']:.3f}, fastest {row['tuned_fastest_ms']:.3f}, the engine's "
+              f"{row['engine_ms']:.3f}); vs eager {spread(vs_eager)}, vs compile {spread(vs_compile)}; "
+              f"tune {t1:.0f} s ({first['start_ms']:.3f} -> {first['best_ms']:.3f} ms), again {t2:.0f} s", flush=True)
     print()
     print("| model | input | ops (distinct workloads) | eager ms | torch.compile ms | tuned ms | vs eager | vs compile "
           "| tune s | second tune s |")
@@ -144,6 +177,14 @@ def main() -> None:
         print(f"| {r['model']} | {r['input']} | {r['ops']} ({r['workloads']}) | {r['eager_ms']:.3f} | "
               f"{r['compile_ms']:.3f} | {r['tuned_ms']:.3f} | {spread(r['vs_eager'])} | {spread(r['vs_compile'])} | "
               f"{r['tune_s']:.0f} | {r['second_s']:.0f} ({100 * r['second_s'] / r['tune_s']:.0f}%) |")
+    print()
+    print("| model | the engine's ms | tuned module ms, alone | between PyTorch calls | fastest call | "
+          "alone / engine | between / engine |")
+    print("|---|---|---|---|---|---|---|")
+    for r in rows:
+        print(f"| {r['model']} | {r['engine_ms']:.3f} | {r['tuned_ms']:.3f} | {r['between_ms']:.3f} | "
+              f"{r['tuned_fastest_ms']:.3f} | {r['tuned_ms'] / r['engine_ms']:.2f} | "
+              f"{r['between_ms'] / r['engine_ms']:.2f} |")
     if failed:
         print(f"\nfailed: {', '.join(failed)}")
     if not rows:

@@ -217,10 +217,13 @@ class Engine:
 
     def measure(self, program: Program, schedule: Schedule, *, check: bool = True, use_cache: bool = True,
                 on_progress: Callable | None = None, cancel: threading.Event | None = None,
-                deadline: float | None = None) -> Measurement:
+                deadline: float | None = None, quick: bool = False) -> Measurement:
         """Apply, compile, run, check and time `schedule` in a worker; never raises for a bad schedule
         that passed `check` (illegal ones raise ScheduleError when check=True). With a `deadline`
-        (time.time()), timing rounds stop before it (`Measurement.cut_short`); `cancel` stops the rest."""
+        (time.time()), timing rounds stop before it (`Measurement.cut_short`); `cancel` stops the rest.
+        `quick`: a figure to rank candidates by (a search's): the least rounds (QUICK_TIMING), and a bad host
+        state is flagged rather than waited out (a flagged figure is not cached); `compare` decides between
+        two close ones."""
         if check:
             check_schedule(program, schedule, self.limits, self.openmp)
         # NT emits no transform, nor does a T that tiles nothing: `op0: T(8,32,1) T(8,32,1) NT` is measured
@@ -228,13 +231,13 @@ class Engine:
         # measurement of the same code
         full = to_text(schedule)
         m = self._measure(program, effective(program, schedule, self.limits, self.openmp), check, use_cache,
-                          on_progress, cancel, deadline)
+                          on_progress, cancel, deadline, quick)
         m.schedule = full
         return m
 
     def _measure(self, program: Program, schedule: Schedule, check: bool, use_cache: bool,
                  on_progress: Callable | None, cancel: threading.Event | None,
-                 deadline: float | None = None) -> Measurement:
+                 deadline: float | None = None, quick: bool = False) -> Measurement:
         text = to_text(schedule)
         parallel = bool(text) and uses_parallel(schedule) and self.openmp
         prev = None  # the cache's earlier figure: served, or paired with the new one (engine.drift)
@@ -253,7 +256,8 @@ class Engine:
             if not base.ok:
                 return Measurement(status=base.status, schedule=text, error=f"baseline: {base.error}")
         body = script(program, schedule, self.limits, check=check) if text else None
-        m = self._run(program, text, body, base, on_progress, cancel, parallel, deadline)
+        m = self._run(program, text, body, base, on_progress, cancel, parallel, deadline,
+                      extra=QUICK if quick and text else None)[0]
         if m.status == "cancelled":
             return m
         m.runtime = self.runtime[0] if parallel and self.runtime else "serial"
@@ -575,12 +579,18 @@ class Engine:
 
     def _run(self, program: Program, text: str, body: str | None, base: Measurement | None,
              on_progress: Callable | None, cancel: threading.Event | None, parallel: bool,
-             deadline: float | None = None) -> Measurement:
+             deadline: float | None = None, extra: dict | None = None) -> tuple[Measurement, dict]:
+        """One timing job in a worker: the Measurement and the worker's answer ({} when it gave none).
+        `extra` adds to the request (QUICK, or a paired comparison's incumbent)."""
         c = self.config
         limit = None
         if base is not None and base.time_ms:
             limit = max(c.timeout_factor * base.time_ms / 1e3, c.timeout_floor_s)
         req = self._request(program, body, parallel, run_limit_s=limit, deadline=deadline)
+        flags = bool(extra) and (c.wait_far or c.contention)  # QUICK, PAIRED: flag a bad state, do not wait it out
+        if extra:
+            req.update(extra)
+            req["timing"] = {**req["timing"], **extra.get("timing", {})}
         if parallel:
             req["handoff"] = self._handoff()
         req["check_contention"] = c.contention
@@ -588,8 +598,8 @@ class Engine:
             req["state_probe"] = self._state_probe(parallel)
             ref = self._steady_ref(parallel).value
             req["steady_ms"] = STEADY_FACTOR * ref if ref else None
-            req["wait_steady"] = c.wait_far
-        if parallel and c.wait_far:
+            req["wait_steady"] = c.wait_far or flags
+        if parallel and (c.wait_far or flags):
             if self.near_handoff_us is None:  # the machine's, from an earlier engine
                 with self._lock:
                     self.near_handoff_us = self._record().handoff_us or None
@@ -602,14 +612,14 @@ class Engine:
             res = self.pool.run(req, on_progress, c.compile_timeout_s, run_timeout, cancel)
         except WorkerDied as e:
             self.evaluated += 1
-            return Measurement(status="crash", schedule=text, error=str(e))
+            return Measurement(status="crash", schedule=text, error=str(e)), {}
         except WorkerTimeout:
             self.evaluated += 1
             return Measurement(status="timeout", schedule=text,
                                error=f"the worker did not answer ({run_timeout:.0f} s without progress while "
-                                     f"running, {c.compile_timeout_s:.0f} s to compile) and was killed")
+                                     f"running, {c.compile_timeout_s:.0f} s to compile) and was killed"), {}
         except Cancelled:
-            return Measurement(status="cancelled", schedule=text, error="cancelled")
+            return Measurement(status="cancelled", schedule=text, error="cancelled"), {}
         self.evaluated += 1
         status = res["status"]
         ref = self._steady_ref(parallel).value if req.get("state_probe") else None
@@ -637,7 +647,68 @@ class Engine:
             if m.speedup_ci and lo < m.time_ci_ms[0]:
                 m.speedup_ci = [m.speedup_ci[0], m.speedup_ci[1] * m.time_ci_ms[0] / lo]
             m.time_ci_ms = [lo, m.time_ci_ms[1]]
-        return m
+        return m, res
+
+    def compare(self, program: Program, candidate: Schedule, incumbent: Schedule, *,
+                cancel: threading.Event | None = None) -> Comparison:
+        """`candidate` timed against `incumbent` in one interleaved burst, round for round (PAIRED): a slow
+        spell of the host slows both, so the ratio holds where two figures taken apart would not. Both are
+        checked against the untransformed program's output first. Nothing is cached: a ratio is of a moment."""
+        cand = effective(program, candidate, self.limits, self.openmp)
+        inc = effective(program, incumbent, self.limits, self.openmp)
+        for s in (cand, inc):
+            check_schedule(program, s, self.limits, self.openmp)
+        ct, it = to_text(cand), to_text(inc)
+        if ct == it:
+            return Comparison("ok", 1.0, [1.0, 1.0])
+        if not ct:  # the untransformed program against a schedule: the schedule's own paired measurement
+            m = self.measure(program, inc, cancel=cancel, use_cache=False)
+            if not m.ok or not m.speedup:
+                return Comparison(m.status if not m.ok else "ok", error=m.error)
+            lo, hi = m.speedup_ci or [m.speedup, m.speedup]
+            return Comparison("ok", 1 / m.speedup, [1 / hi, 1 / lo], m.baseline_ms, m.time_ms, m.runs)
+        base = self.baseline(program, cancel=cancel)
+        if not base.ok:
+            return Comparison(base.status, error=f"baseline: {base.error}")
+        parallel = self.openmp and uses_parallel(cand)
+        inc_parallel = bool(it) and self.openmp and uses_parallel(inc)
+        extra = {**PAIRED, "versus": script(program, inc, self.limits) if it else "", "versus_parallel": inc_parallel}
+        m, res = self._run(program, ct, script(program, cand, self.limits), base, None, cancel,
+                           parallel or inc_parallel, extra=extra)
+        if not m.ok or not res.get("paired_ratio"):
+            return Comparison(m.status if not m.ok else "unpaired", error=m.error)
+        r = res["paired_ratio"]
+        lo, hi = res.get("speedup_rel_ci") or [1.0, 1.0]
+        return Comparison("ok", r, [r * lo, r * hi], m.time_ms, res.get("paired_baseline_ms"), res.get("pairs", 0),
+                          bool(m.unsteady or m.far or m.contended))
+
+
+#: The timing of a quick figure (Engine.measure(quick=True)): the least rounds, no waiting out bad states.
+QUICK = {"timing": {"min_rounds": 6, "min_baseline_rounds": 3, "target_rel": 0.05, "budget_s": 0.0}, "retry": False}
+#: A paired comparison (Engine.compare): as many incumbent rounds as candidate rounds, alternating.
+PAIRED = {"timing": {"min_rounds": 10, "min_baseline_rounds": 10, "baseline_share": 1.0, "target_rel": 0.02,
+                     "budget_s": 0.0}, "retry": False}
+
+
+@dataclass
+class Comparison:
+    """A candidate schedule against an incumbent, timed in one interleaved burst (Engine.compare): `speedup`
+    is the incumbent's time over the candidate's, the median of the paired rounds' ratios, with its 95%
+    interval (`speedup_ci`); status "ok" or the failure of either."""
+
+    status: str
+    speedup: float | None = None
+    speedup_ci: list[float] | None = None
+    candidate_ms: float | None = None
+    incumbent_ms: float | None = None
+    pairs: int = 0
+    flagged: bool = False  # taken in a bad host state (still paired: both kernels saw it)
+    error: str = ""
+
+    @property
+    def faster(self) -> bool:
+        """The candidate is faster beyond the noise: the interval of the paired ratio lies above 1."""
+        return self.status == "ok" and bool(self.speedup_ci) and self.speedup_ci[0] > 1.0
 
 
 def cache_key(program: Program) -> str:
@@ -647,9 +718,9 @@ def cache_key(program: Program) -> str:
     from mlir_rl_tui.engine import booleans, math_approx
 
     key = program.sha256
-    for rewrite in (math_approx, booleans):  # compiled differently since these rewrites
-        if rewrite.rewrites(program.text):
-            key = hashlib.sha256(f"{key}|{rewrite.VERSION}".encode()).hexdigest()
+    tags = math_approx.versions(program.text) + ([booleans.VERSION] if booleans.rewrites(program.text) else [])
+    for tag in tags:  # compiled differently since these rewrites
+        key = hashlib.sha256(f"{key}|{tag}".encode()).hexdigest()
     ref = torch_reference(program)
     if ref is None:
         return key

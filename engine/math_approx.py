@@ -21,11 +21,22 @@ APPROXIMATED = ("math.erf", "math.exp", "math.tanh")
 #: Part of the cache key of a program these rewrites change (engine.engine.cache_key): its measurements from
 #: before them are not served (the rest of the cache, and the measurement files in data/, stay valid).
 VERSION = "math-approx-1"
+#: Powers by an integer (`x.pow(2)` of an RMSNorm) are expanded into multiplications first (MLIR's
+#: math-expand-ops): vectorized, `math.fpowi` became `llvm.intr.powi` of a vector exponent, which LLVM
+#: refuses, and every schedule that vectorized such an op failed to compile.
+EXPANDED = ("math.fpowi",)
+EXPAND_VERSION = "math-expand-1"
 
 
 def rewrites(text: str) -> bool:
     """Whether the program text holds an op `approximate` may rewrite."""
-    return any(name in text for name in APPROXIMATED)
+    return any(name in text for name in APPROXIMATED + EXPANDED)
+
+
+def versions(text: str) -> list[str]:
+    """The versions of these rewrites a program's compiled code depends on (its part of the cache key)."""
+    return [v for names, v in ((APPROXIMATED, VERSION), (EXPANDED, EXPAND_VERSION))
+            if any(name in text for name in names)]
 
 # Eigen's generic_fast_erf_float: erf(x) = x P(x^2) / Q(x^2) on [-4, 4], +-1 outside
 _ERF_CLAMP = 4.0
@@ -46,10 +57,22 @@ _EXP_HI, _EXP_LO = 88.7228391, -87.3365448  # ln(FLT_MAX), ln(FLT_MIN)
 
 
 def approximate(module) -> int:
-    """Rewrite every f32 (scalar or vector) erf/exp/tanh of `module` in place; how many were rewritten.
-    Runs inside an active MLIR context."""
+    """Rewrite every f32 (scalar or vector) erf/exp/tanh of `module` in place, after expanding integer powers;
+    how many erf/exp/tanh were rewritten. Runs inside an active MLIR context."""
     from mlir import ir
+    from mlir.passmanager import PassManager
 
+    powers: list = []
+
+    def seek(op):
+        if op.name in EXPANDED:
+            powers.append(op)
+            return ir.WalkResult.INTERRUPT
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(seek)
+    if powers:
+        PassManager.parse("builtin.module(func.func(math-expand-ops{ops=fpowi}))").run(module.operation)
     found: list = []
 
     def visit(op):

@@ -51,6 +51,9 @@ from mlir_rl_tui.engine.tuning_db import Record, TuningDB
 MIN_SLICE_S = 3.0
 #: Workloads under this share of the model's time (its per-op profile) keep their start: not worth a search.
 SMALL_SHARE = 0.005
+#: Restarts once every workload reached a local optimum (Tuner._restarts): random steps from the best, rounds.
+KICK = 2
+MAX_RESTARTS = 20
 #: A model whose measurement takes less than this share of the budget has each workload's tuned op schedule
 #: measured on it at once; a larger one all of them together at the end.
 CHEAP_MODEL_SHARE = 0.02
@@ -66,6 +69,14 @@ class Workload:
     ms: float = 0.0  # its ops' time in the model's latest profile (sum over its ops)
     start: str = ""  # where its first schedule came from: "tuned", "database" or "start"
     measurements: int = 0
+    #: where its budget went: paired comparisons (Engine.compare) of a candidate whose figure was the faster
+    #: with the best, candidates faster by their figure but not beyond the noise, candidates taken (moves),
+    #: and the wall-clock seconds of its climb
+    compared: int = 0
+    close: int = 0
+    kept: int = 0
+    restarts: int = 0
+    seconds: float = 0.0
     alone: bool = False  # tuned on its own program (engine.extract), not on the whole model
     #: waiting, tuning, tuned (a local optimum), cut (the deadline came first), small (under SMALL_SHARE of the
     #: model's time: kept its start), unreached (the deadline came before it: kept its start), known (ended in
@@ -91,7 +102,9 @@ class TuneResult:
             "speedup": self.best.speedup, "schedule": to_text(self.schedule), "measurements": self.measurements,
             "seconds": round(self.seconds, 2), "searched": self.searched,
             "workloads": [{"key": w.key, "label": w.label, "ops": w.ops, "ms": w.ms, "start": w.start,
-                           "measurements": w.measurements, "alone": w.alone, "state": w.state}
+                           "measurements": w.measurements, "compared": w.compared, "close": w.close, "kept": w.kept,
+                           "restarts": w.restarts,
+                           "seconds": round(w.seconds, 2), "alone": w.alone, "state": w.state}
                           for w in self.workloads],
             "distinct_workloads": len(self.workloads), "ops": sum(len(w.ops) for w in self.workloads),
         }
@@ -135,6 +148,8 @@ class Tuner:
         self.composed = Schedule({})
         self.chosen: tuple[Measurement, Schedule] | None = None
         self.alone: dict[str, Program | str] = {}
+        #: per workload tuned alone: its evaluator, representative op, candidate maker and start (restarts go on)
+        self._alone_ctx: dict[str, tuple] = {}
         self.model_s, self.reserve = 0.0, 0.0
 
     # -- what the progress view reads ------------------------------------------------------------
@@ -211,6 +226,7 @@ class Tuner:
                 else:
                     self._climb(w, rng)
                 ended.append(w)
+            self._restarts(ended, rng)
             for w in self.workloads:
                 if w.start == "tuned":
                     w.state = "known"
@@ -236,6 +252,30 @@ class Tuner:
         alone = sum(w.measurements for w in self.workloads if w.alone)
         return TuneResult(base, self.start_m, best_m, best_s, self.workloads, r.candidates + alone,
                           self.elapsed, searched)
+
+    def _restarts(self, ended: list[Workload], rng: np.random.Generator) -> None:
+        """Minutes left once every workload reached a local optimum go to restarts (the seed paper's): each
+        workload tuned alone climbs again from its best moved by KICK random steps, the most time first, each
+        given a share of the time left like its share of the model's time, until the deadline or
+        MAX_RESTARTS rounds."""
+        for _ in range(MAX_RESTARTS):
+            again = [w for w in ended if w.state == "tuned" and w.key in self._alone_ctx]
+            if not again or self.cancel.is_set():
+                return
+            total = sum(w.ms for w in again) or 1.0
+            for w in sorted(again, key=lambda w: -w.ms):
+                left = self.deadline - self.reserve - time.monotonic()
+                if left < MIN_SLICE_S or self.cancel.is_set():
+                    return
+                t0 = time.monotonic()
+                self.current, w.restarts = w, w.restarts + 1
+                self._say(f"tuning {w.label} (restart {w.restarts})")
+                end = min(t0 + max(MIN_SLICE_S, left * (w.ms or total / len(again)) / total), self.deadline - self.reserve)
+                alone = self.alone.get(w.key)
+                assert isinstance(alone, Program)
+                self._climb_alone(w, alone, end, rng, kick=KICK)
+                w.seconds += time.monotonic() - t0
+                self.current = None
 
     def _take_out(self, todo: list[Workload]) -> None:
         """Each workload of `todo` as a program of its own (engine.extract): its first op and the producer
@@ -353,7 +393,8 @@ class Tuner:
     def _climb(self, w: Workload, rng: np.random.Generator) -> None:
         """Tune `w` alone (its op and producer as a program of their own) where it can be taken out, else
         on the whole model; its slice of the time at most, the reserve kept."""
-        end = min(time.monotonic() + self._slice(w), self.deadline - self.reserve)
+        t0 = time.monotonic()
+        end = min(t0 + self._slice(w), self.deadline - self.reserve)
         self.current, w.state = w, "tuning"
         self._say(f"tuning {w.label}")
         alone = self.alone.get(w.key)
@@ -363,6 +404,7 @@ class Tuner:
         else:
             converged = self._climb_model(w, end, rng)
         w.state = "tuned" if converged else "cut"
+        w.seconds += time.monotonic() - t0
         self.current = None
 
     def _climb_model(self, w: Workload, end: float, rng: np.random.Generator) -> bool:
@@ -377,56 +419,58 @@ class Tuner:
             self.composed = ev.result.schedule
         return converged
 
-    def _climb_alone(self, w: Workload, prog: Program, end: float, rng: np.random.Generator) -> bool:
+    def _climb_alone(self, w: Workload, prog: Program, end: float, rng: np.random.Generator, kick: int = 0) -> bool:
         """Hill-climb `w`'s op schedule on its own program (`self.alone`), then give the best to every op of
         `w` in the model: measured there at once when a model measurement is cheap, else with the others
-        at the end (`_settle`)."""
-        keys = wl.of_program(prog)
-        rep = next(o for o, k in keys.items() if k == w.key)
-        op = prog.op(rep)
+        at the end (`_settle`). With `kick`, a restart: the climb of an earlier call goes on from its best
+        moved by `kick` random steps."""
+        ctx = self._alone_ctx.get(w.key)
         model_rep = self.program.op(w.ops[0])
-        base = Schedule({})
-        if op.fusion_producer and model_rep.fusion_producer:
-            base = wl.with_ops(base, [op.fusion_producer], wl.op_text(self.composed, model_rep.fusion_producer))
-        start_text = wl.op_text(self.composed, w.ops[0])
-        # a producer other ops of the model read too is computed there anyway: fused into this op (TF) it is
-        # computed twice, which its program alone cannot show (a speech front-end's transpose that feeds a
-        # group norm's statistics and its GELU was fused into the GELU, the fastest alone)
-        shared = bool(model_rep.fusion_producer) and len(self.program.op(model_rep.fusion_producer).consumers) > 1
+        if ctx is None:
+            keys = wl.of_program(prog)
+            rep = next(o for o, k in keys.items() if k == w.key)
+            op = prog.op(rep)
+            base = Schedule({})
+            if op.fusion_producer and model_rep.fusion_producer:
+                base = wl.with_ops(base, [op.fusion_producer], wl.op_text(self.composed, model_rep.fusion_producer))
+            start_text = wl.op_text(self.composed, w.ops[0])
+            # a producer other ops of the model read too is computed there anyway: fused into this op (TF) it is
+            # computed twice, which its program alone cannot show (a speech front-end's transpose that feeds a
+            # group norm's statistics and its GELU was fused into the GELU, the fastest alone)
+            shared = bool(model_rep.fusion_producer) and len(self.program.op(model_rep.fusion_producer).consumers) > 1
 
-        def give(text: str) -> Schedule | None:
-            if shared and text.startswith("TF") and text != start_text:
-                return None
-            cand = wl.with_ops(base, [rep], text)
-            try:
-                check_schedule(prog, cand, self.engine.limits, self.engine.openmp)
-            except ScheduleError:
-                return None
-            return cand
+            def give(text: str) -> Schedule | None:
+                if shared and text.startswith("TF") and text != start_text:
+                    return None
+                cand = wl.with_ops(base, [rep], text)
+                try:
+                    check_schedule(prog, cand, self.engine.limits, self.engine.openmp)
+                except ScheduleError:
+                    return None
+                return cand
+        else:
+            ev, rep, give, start_text = ctx
 
-        converged, ev = False, None
+        converged = False
         try:
-            ev = Evaluator(self.engine, prog, 10**9, "tune", cancel=self.cancel)
-            # its schedule in the model, then hill climbing's starting points (engine.search.hill.starts): a
-            # measurement here is cheap, and the climb goes on from the fastest
-            texts = [start_text] + [wl.op_text(schedule_from(ev, p), rep) for p in starts(ev)]
-            for text in dict.fromkeys(texts):
-                cand = give(text)
-                if cand is not None:
-                    ev.measure(cand)
-                    w.measurements += 1
-            converged = self._hill(ev, rep, ev.result.schedule, give, end, w, rng)
+            if ctx is None:
+                ev = None
+                ev = Evaluator(self.engine, prog, 10**9, "tune", cancel=self.cancel)
+                self._alone_ctx[w.key] = (ev, rep, give, start_text)
+                self._start_alone(ev, w, rep, give, start_text)
+            converged = self._hill(ev, rep, ev.result.schedule, give, end, w, rng, kick)
         except BudgetExhausted:  # stopped: what it found so far is still given to the model
             if ev is None:
                 return False
         except EngineError:  # its program does not run alone: on the whole model instead
             w.alone = False
+            self._alone_ctx.pop(w.key, None)
             return self._climb_model(w, end, rng)
         text = wl.op_text(ev.result.schedule, rep)
         if ev.result.best.ok and ev.result.best.time_ms:
             self.db.add(Record(self.machine, w.key, text, ev.result.best.time_ms, w.label,
                                wl.describe(model_rep, self.program), prog.sha256))
-        if text != start_text:
+        if text != wl.op_text(self.composed, w.ops[0]):
             composed = self._give(self.composed, w, text)
             if composed is not None:
                 self.composed = composed
@@ -437,26 +481,78 @@ class Tuner:
                         pass
         return converged
 
+    def _start_alone(self, ev: Evaluator, w: Workload, rep: str, give: Callable[[str], Schedule | None],
+                     start_text: str) -> None:
+        """The climb's start on `w`'s own program: its op schedule in the model and hill climbing's starting
+        points (engine.search.hill.starts), each a quick figure (a measurement here is cheap); the fastest
+        by its figure becomes the best once a paired comparison with the best so far confirms it."""
+        texts = [start_text] + [wl.op_text(schedule_from(ev, p), rep) for p in starts(ev)]
+        seen: list[tuple[Measurement, Schedule]] = []
+        for text in dict.fromkeys(texts):
+            cand = give(text)
+            if cand is not None:
+                before = ev.result.candidates
+                seen.append((ev.measure(cand, quick=True), cand))
+                w.measurements += ev.result.candidates - before
+        ok = [(m, c) for m, c in seen if m.ok and m.time_ms]
+        if not ok:
+            return
+        m, cand = min(ok, key=lambda mc: mc[0].time_ms)
+        best, best_s = ev.result.best, ev.result.schedule
+        if cand is best_s or not best.ok or not best.time_ms or m.time_ms >= best.time_ms:
+            return
+        if not to_text(best_s):  # the untransformed program: its figure is every measurement's pair
+            ev.take(m, cand)
+            return
+        c = self.engine.compare(ev.program, cand, best_s, cancel=self.cancel)
+        w.compared += 1
+        if c.status == "cancelled":
+            raise BudgetExhausted()
+        if c.faster:
+            ev.take(m, cand)
+        else:
+            w.close += 1
+
     def _model_took(self, seconds: float) -> None:
         """A model measurement's wall time: whether compositions are measured at once, and the reserve."""
         self.model_s = seconds
-        self.reserve = 0.0 if seconds < CHEAP_MODEL_SHARE * self.seconds else 1.5 * seconds
+        # the end's composition: a quick figure and a paired comparison (two compiles, a burst of rounds)
+        self.reserve = 0.0 if seconds < CHEAP_MODEL_SHARE * self.seconds else 3.0 * seconds
 
     def _settle(self) -> None:
-        """Measure the composed schedule on the model; a composition the current best beats beyond the
-        noise (or that fails) is undone."""
+        """Measure the composed schedule on the model (a quick figure): it is chosen when it beats the best
+        model schedule beyond the noise, or when its figure is the faster and a paired comparison with the
+        best (Engine.compare) finds it faster; a composition that fails or loses is undone."""
         ev = self.ev
         assert ev is not None
-        if to_text(self.composed) == to_text(ev.result.schedule):
+        best_m, best_s = self._best()
+        if to_text(self.composed) == to_text(best_s):
             return
         t = time.monotonic()
-        m = ev.measure(self.composed)
+        m = ev.measure(self.composed, quick=True)
         if not m.cached:
             self._model_took(time.monotonic() - t)
-        if not m.ok or ev.result.best.beats(m):
-            self.composed = ev.result.schedule
+        if m.ok and best_m.ok and not m.beats(best_m) and m.time_ms < best_m.time_ms:
+            c = self.engine.compare(self.program, self.composed, best_s, cancel=self.cancel)
+            if c.status == "cancelled":
+                raise BudgetExhausted()
+            won = c.faster
         else:
-            self._choose(m, self.composed)
+            won = m.ok and (not best_m.ok or m.beats(best_m))
+        if won:
+            ev.take(m, self.composed)
+            self.chosen = None
+        else:
+            self.composed = best_s
+
+    def _best(self) -> tuple[Measurement, Schedule]:
+        """The best model schedule so far: the evaluator's, or the start's composition chosen over it
+        (`_choose`)."""
+        ev = self.ev
+        assert ev is not None
+        if self.chosen is not None and self.chosen[0].time_ms < ev.result.best.time_ms:
+            return self.chosen
+        return ev.result.best, ev.result.schedule
 
     def _choose(self, m: Measurement, schedule: Schedule) -> None:
         """A composition within the noise of the best is chosen when its figure is the faster one: the
@@ -469,29 +565,63 @@ class Tuner:
             self.chosen = (m, schedule)
 
     def _hill(self, ev: Evaluator, rep: str, current: Schedule, give: Callable[[str], Schedule | None],
-              end: float, w: Workload, rng: np.random.Generator) -> bool:
-        """Hill-climb op `rep` of `ev.program` from the recipe nearest its op schedule in `current`;
-        `give(text)` makes the candidate with op schedule `text` (None: not legal); a candidate is taken when
-        it beats the best measured beyond the noise. True at a local optimum; BudgetExhausted at the deadline."""
-        value = ev.result.best
+              end: float, w: Workload, rng: np.random.Generator, kick: int = 0) -> bool:
+        """Hill-climb op `rep` of `ev.program` from the recipe nearest its op schedule in `current` (moved by
+        `kick` random steps first: a restart); `give(text)` makes the candidate with op schedule `text` (None:
+        not legal). A candidate gets a quick figure (Engine.measure(quick=True)); it is taken when it beats the
+        current point beyond the noise, or when its figure is the faster and a paired comparison with the
+        current point (Engine.compare: both timed in one interleaved burst, so a slow spell of the host moves
+        both) finds it faster beyond that comparison's noise. The evaluator's best follows every point taken
+        that is faster than it. True at a local optimum; BudgetExhausted at the deadline."""
         point = recipes_of(ev, current, starts(ev)[0]).get(rep)
         if point is None:
             return True
         allowed = {rep: kinds(ev, rep)}
+        for _ in range(kick):
+            cands = neighbours(ev, {rep: point}, allowed)
+            point = cands[int(rng.integers(len(cands)))][rep]
 
         def try_point(p) -> tuple[Measurement, Schedule] | None:
             cand = give(wl.op_text(schedule_from(ev, {rep: p}), rep))
             if cand is None:
                 return None
             before = ev.result.candidates
-            m = ev.measure(cand)
+            m = ev.measure(cand, quick=True)
             w.measurements += ev.result.candidates - before
             self._say(f"tuning {w.label}")
             return m, cand
 
+        def faster(m: Measurement, cand: Schedule, than: tuple[Measurement, Schedule]) -> bool:
+            """`cand` (figure `m`) is faster than `than` beyond the noise: by the figures, or paired."""
+            old, old_s = than
+            if to_text(cand) == to_text(old_s) or not m.ok:
+                return False
+            if ev.better(m, old):
+                return True
+            if not old.ok or not old.time_ms or m.time_ms >= old.time_ms:
+                return False
+            if self.cancel.is_set():
+                raise BudgetExhausted()
+            c = self.engine.compare(ev.program, cand, old_s, cancel=self.cancel)
+            w.compared += 1
+            if c.status == "cancelled":
+                raise BudgetExhausted()
+            if not c.faster:
+                w.close += 1
+            return c.faster
+
+        def take(got) -> None:
+            nonlocal here
+            here = got
+            w.kept += 1
+            best = (ev.result.best, ev.result.schedule)
+            if got[1] is not best[1] and (not kick or faster(*got, best)):
+                ev.take(*got)
+
         got = try_point(point)  # the recipe nearest the current op schedule (it may be that schedule)
-        if got and got[0].ok and ev.better(got[0], value):
-            value = got[0]
+        here: tuple[Measurement, Schedule] = (ev.result.best, ev.result.schedule)
+        if got is not None and got[0].ok and (kick or faster(*got, here)):
+            take(got)
         while time.monotonic() < end:
             improved = False
             cands = neighbours(ev, {rep: point}, allowed)
@@ -499,8 +629,9 @@ class Tuner:
                 if time.monotonic() >= end:
                     return False
                 got = try_point(cands[i][rep])
-                if got and got[0].ok and ev.better(got[0], value):
-                    value, point, improved = got[0], cands[i][rep], True
+                if got is not None and faster(*got, here):
+                    take(got)
+                    point, improved = cands[i][rep], True
                     break
             if not improved:
                 return True

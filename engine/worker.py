@@ -32,6 +32,7 @@ from mlir_rl_tui.engine.contention import (
     contended,
     far,
 )
+from mlir_rl_tui.engine.timing import median
 from mlir_rl_tui.engine.watchdog import Watchdog
 
 #: Guards the protocol stream: the watchdog thread may answer too (engine.watchdog).
@@ -237,6 +238,9 @@ def _timed_call(compiled, watch: Callable[[], None] | None = None,
 
 
 _HANDOFF: dict[str, object] = {}  # sha256 of the hand-off probe -> its compiled kernel (None: it did not compile)
+#: The incumbents of paired comparisons (a request's "versus" script), compiled once per worker: a search
+#: compares many candidates with the same incumbent.
+_VERSUS = _Baselines(4)
 
 
 def _handoff_kernel(req: dict):
@@ -441,6 +445,11 @@ def handle(req: dict, out, baselines: _Baselines, watchdog: Watchdog | None = No
     if req.get("mode") == "validate":  # run once and checked (prepare): no timing
         return result("ok")
     compiled, first, base, extra = prepared
+    if req.get("versus") is not None:  # timed against the incumbent schedule instead of the untransformed program
+        versus = _incumbent(req, specs, res_spec, copies, base)
+        if isinstance(versus, dict):
+            return versus
+        base = versus
     cfg = TimingConfig(**req.get("timing", {}))
     cpu = req.get("cpu_lock") if req.get("exclusive", True) or req["parallel"] else None
     near = req.get("near_handoff_us")  # the engine's fastest hand-off probe so far (engine.contention.far)
@@ -458,7 +467,7 @@ def handle(req: dict, out, baselines: _Baselines, watchdog: Watchdog | None = No
             time.sleep(wait)
         waited.clear()
         with _flock(req.get("lock"), waiting=wait_beat), _flock(cpu, waiting=wait_beat), _pinned(), \
-                _spinning(compiled, req["parallel"]):
+                _spinning(compiled, req["parallel"] or bool(req.get("versus_parallel"))):
             if waited.is_set():
                 phase("run", 0, 0)  # the time-out of a run again
             seen = Watch.start()
@@ -475,7 +484,7 @@ def handle(req: dict, out, baselines: _Baselines, watchdog: Watchdog | None = No
         is_far = far(handoff_us, near)
         # without the wait (MeasureConfig.wait_far off) a timing is taken as it comes: gated, never flagged
         unsteady = state is not None and req.get("wait_steady", True) and timed.candidate.steady_rounds < cfg.min_steady
-        if timed.timeout_run is not None or timed.stopped == "deadline":
+        if timed.timeout_run is not None or timed.stopped == "deadline" or not req.get("retry", True):
             break
         if busy and attempt < CONTENTION_RETRIES:
             wait = 0.1 * 2 ** attempt
@@ -500,8 +509,39 @@ def handle(req: dict, out, baselines: _Baselines, watchdog: Watchdog | None = No
     if timed.baseline is not None:
         b, blo, bhi = timed.baseline.estimate(need)
         rlo, rhi = timed.speedup_rel_ci(need)
-        res.update(paired_baseline_ms=b, paired_baseline_ci_ms=[blo, bhi], speedup_rel_ci=[rlo, rhi])
+        ratios = timed.ratios(need)
+        res.update(paired_baseline_ms=b, paired_baseline_ci_ms=[blo, bhi], speedup_rel_ci=[rlo, rhi],
+                   paired_ratio=median(ratios) if ratios else None, pairs=len(ratios))
     return result("ok", **res, **extra)
+
+
+def _incumbent(req: dict, specs, res_spec, copies: int, base) -> _Baseline | dict:
+    """The incumbent schedule of a paired comparison (`req["versus"]`, its transform script), compiled
+    (once per worker), bound to the request's inputs and checked against the untransformed program's output;
+    or the result dict of its failure."""
+    from mlir_rl_tui.engine.compile import StageError, Stages, compile_module, random_inputs
+
+    key = (req["sha256"], req["versus"], req["versus_parallel"], req["seed"])
+    inc = _VERSUS.get(key)
+    if inc is None:
+        try:
+            compiled, _ = compile_module(req["program"], req["versus"] or None, req["versus_parallel"], req["func"],
+                                         specs, res_spec, Stages())
+        except StageError as e:
+            return {"id": req["id"], "event": "result", "status": "compile-error", "error": f"the incumbent: {e}"}
+        compiled.bind(random_inputs(specs, req["seed"]), copies)
+        t0 = time.perf_counter()
+        compiled.call()
+        first = time.perf_counter() - t0
+        output = compiled.result()
+        compiled.free_result()
+        if base is not None:
+            ok, err = _compare(output, base.output, req["rtol"], req["atol_scale"])
+            if not ok:
+                return {"id": req["id"], "event": "result", "status": "wrong-result", "error": f"the incumbent: {err}"}
+        inc = _Baseline(compiled, output, first * 1e3)
+        _VERSUS.put(key, inc)
+    return inc
 
 
 def _against_torch(req: dict, output: np.ndarray) -> str:

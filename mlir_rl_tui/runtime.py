@@ -6,9 +6,10 @@ kernel = runtime.load("matmul.so")        # reads matmul.so.json beside it
 c = kernel(a, b)                          # numpy arrays in, a numpy array out (torch tensors in: a tensor out)
 ```
 
-The result is the buffer the kernel allocated, handed to numpy without a copy and freed with it. OpenMP
-threads (kernels with TP/TF) are pinned one per core, as the engine pins them when it times a kernel,
-unless the caller already set `KMP_AFFINITY`; `OMP_NUM_THREADS` chooses their number.
+The result is the buffer the kernel allocated, handed to numpy without a copy and freed with it. A call is
+one foreign call of two pointers: the library's C entry point builds the memref descriptors. A parallel
+kernel runs its OpenMP regions on GNU OpenMP (engine/kmpc_gomp.c), the runtime PyTorch's CPU build uses: in a
+PyTorch process on PyTorch's own threads; `OMP_NUM_THREADS` or `torch.set_num_threads` chooses their number.
 """
 
 from __future__ import annotations
@@ -50,11 +51,13 @@ class Kernel:
             raise KernelError(f"{meta_path}: not a kernel description (invalid JSON)") from None
         if meta.get("format") != "mlir-rl-tui kernel 1":
             raise KernelError(f"{meta_path}: not a kernel description of this version of mlir-rl-tui")
-        if meta.get("runtime") == "openmp":
+        if meta.get("runtime") == "openmp":  # a library linked with Intel's OpenMP runtime (older builds)
             os.environ.setdefault("KMP_AFFINITY", "granularity=fine,compact")
         try:
             self.lib = ctypes.CDLL(os.path.abspath(path))
             self.fn = getattr(self.lib, meta["symbol"])
+            self._entry = getattr(self.lib, meta["entry"]) if meta.get("entry") else None
+            free = getattr(self.lib, meta["free"]) if meta.get("free") else _libc.free
         except (OSError, AttributeError) as e:
             raise KernelError(f"{path}: cannot load the kernel ({e})") from None
         self.rt = rt
@@ -71,7 +74,16 @@ class Kernel:
         self._local = threading.local()  # per thread: descriptors a call fills in place
         n = int(np.prod(self.result_shape, dtype=np.int64)) if self.result_shape else 1
         self._n = n
-        self._owned = _owned_buffer_type(n * np.dtype(self.result_dtype).itemsize)
+        free.argtypes, free.restype = [ctypes.c_void_p], None
+        self._owned = _owned_buffer_type(n * np.dtype(self.result_dtype).itemsize, free)
+        if self._entry is not None:
+            self._entry.restype = None
+            self._entry.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+
+    @property
+    def has_entry(self) -> bool:
+        """The library has the C entry point `run_pointers` calls (every library this version builds)."""
+        return self._entry is not None
 
     @property
     def schedule(self) -> str:
@@ -97,6 +109,8 @@ class Kernel:
     def call(self, xs: list[np.ndarray]) -> np.ndarray:
         """The kernel on arrays already of its shapes and element types, C-contiguous (no check: what
         `__call__` and mlir_rl_tui.torch make sure of)."""
+        if self._entry is not None:
+            return self.call_pointers([a.__array_interface__["data"][0] for a in xs])
         res, refs, pointers = self._slots()
         data = []
         for a, (allocated, aligned) in zip(xs, pointers):
@@ -104,6 +118,37 @@ class Kernel:
             data.append(p)
         self.fn(*refs)
         return self._wrap(res, data)
+
+    def run_pointers(self, data: list[int]) -> tuple[int, int]:
+        """The kernel on the data pointers of its arguments (contiguous, of its shapes and element types: not
+        checked): (allocated, aligned) of the result, which the caller frees (`wrap` does)."""
+        ins, out, ins_p, out_p = self._pointer_slots()
+        for i, p in enumerate(data):
+            ins[i] = p
+        self._entry(ins_p, out_p)
+        return out[0], out[1]
+
+    def call_pointers(self, data: list[int]) -> np.ndarray:
+        """`run_pointers`, the result as a numpy array that frees it when it goes away."""
+        allocated, aligned = self.run_pointers(data)
+        return self.wrap(allocated, aligned, data)
+
+    def _pointer_slots(self):
+        """This thread's argument and result pointer arrays for the C entry point, built once."""
+        slots = getattr(self._local, "pointers", None)
+        if slots is None:
+            ins, out = (ctypes.c_void_p * max(1, len(self.args)))(), (ctypes.c_void_p * 2)()
+            slots = self._local.pointers = (ins, out, ctypes.addressof(ins), ctypes.addressof(out))
+        return slots
+
+    def wrap(self, allocated: int | None, aligned: int | None, inputs: list[int]) -> np.ndarray:
+        """The result buffer at `aligned` as a numpy array that frees `allocated` when it goes away (no copy);
+        a copy when the kernel returned one of its arguments' buffers (`inputs`)."""
+        buf = self._owned.from_address(aligned)
+        if allocated in inputs:
+            return np.frombuffer(buf, dtype=self.result_dtype, count=self._n).reshape(self.result_shape).copy()
+        buf.allocated = allocated  # freed with the array (the buffer is its base)
+        return np.frombuffer(buf, dtype=self.result_dtype, count=self._n).reshape(self.result_shape)
 
     def _slots(self):
         """This thread's result and argument descriptors, built once: shapes, strides and offsets are fixed
@@ -118,24 +163,19 @@ class Kernel:
         return slots
 
     def _wrap(self, res: tuple[ctypes.c_void_p, ctypes.c_void_p], inputs: list[int]) -> np.ndarray:
-        """The result buffer as a numpy array that frees it when it goes away (no copy)."""
-        allocated, ptr = res[0].value, res[1].value
-        buf = self._owned.from_address(ptr)
-        if allocated in inputs:  # the kernel returned an argument's buffer
-            return np.frombuffer(buf, dtype=self.result_dtype, count=self._n).reshape(self.result_shape).copy()
-        buf.allocated = allocated  # freed with the array (the buffer is its base)
-        return np.frombuffer(buf, dtype=self.result_dtype, count=self._n).reshape(self.result_shape)
+        return self.wrap(res[0].value, res[1].value, inputs)
 
 
-def _owned_buffer_type(nbytes: int) -> type:
-    """A ctypes byte array over a kernel's result that frees the kernel's allocation when it goes away."""
+def _owned_buffer_type(nbytes: int, free) -> type:
+    """A ctypes byte array over a kernel's result that frees the kernel's allocation with `free` (the
+    library's, which keeps the block for the next call) when it goes away."""
 
     class Owned(ctypes.c_byte * nbytes):
         allocated: int | None = None
 
         def __del__(self) -> None:
             if self.allocated:
-                _libc.free(self.allocated)
+                free(self.allocated)
 
     return Owned
 

@@ -139,17 +139,24 @@ def test_a_tuned_model_runs_in_pytorch_like_the_original(tmp_path, cache_dir):
 
 
 
-@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="pinning is only visible with two cores or more")
-def test_a_parallel_library_leaves_pytorchs_threads_on_every_core(tmp_path, cache_dir):
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="a team of threads needs two cores or more")
+def test_a_parallel_library_runs_on_pytorchs_own_threads(tmp_path, cache_dir):
+    """One OpenMP world in a PyTorch process: the library's parallel regions run on the threads PyTorch's
+    libgomp started (no second runtime is loaded, no thread is added), with PyTorch's thread count, and
+    PyTorch's threads keep every core (a pinned caller would leave them one)."""
     lib = tmp_path / "mm.so"
     r = cli("build", "matmul", "--schedule", "op0: TP(32,32,0) T(8,32,1) V; op1: NT", "-o", str(lib), "--json")
-    assert r.returncode == 0 and json.loads(r.stdout)["runtime"] == "openmp", r.stderr
-    # the threads PyTorch starts inherit the calling thread's cores: a pinned caller would leave them one
-    probe = (f"import os, torch, mlir_rl_tui.torch as mt; m = mt.load({str(lib)!r}); "
-             "m(*[torch.randn(*s) for s in m.input_shapes]); print(len(os.sched_getaffinity(0)))")
-    env = {k: v for k, v in os.environ.items() if k != "KMP_AFFINITY"}
+    assert r.returncode == 0 and json.loads(r.stdout)["runtime"] == "gomp", r.stderr
+    probe = (f"import os, torch, mlir_rl_tui.torch as mt; torch.set_num_threads(2); a = torch.randn(512, 512); a @ a; "
+             "tasks = len(os.listdir('/proc/self/task')); "
+             f"m = mt.load({str(lib)!r}); x, y = (torch.randn(*s) for s in m.input_shapes); "
+             "ok = torch.allclose(m(x, y), x @ y, atol=1e-3); m(x, y); "
+             "maps = open('/proc/self/maps').read(); "
+             "print(ok, tasks == len(os.listdir('/proc/self/task')), 'libiomp5' in maps, maps.count('libgomp') > 0, "
+             "len(os.sched_getaffinity(0)))")
+    env = {k: v for k, v in os.environ.items() if k not in ("KMP_AFFINITY", "OMP_NUM_THREADS")}
     got = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=120)
-    assert got.stdout.strip() == str(len(os.sched_getaffinity(0))), got.stderr
+    assert got.stdout.split() == ["True", "True", "False", "True", str(len(os.sched_getaffinity(0)))], got.stderr
 
 
 def test_tune_errors_are_one_line(tmp_path):

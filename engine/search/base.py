@@ -92,12 +92,20 @@ class Evaluator:
         """A move is taken only when it beats the current point beyond the measurement noise."""
         return new.beats(old)
 
+    def take(self, m: Measurement, schedule: Schedule) -> None:
+        """Make `schedule` the best: a paired comparison (Engine.compare) found it faster than the best beyond
+        the noise, where the two figures taken apart could not tell."""
+        r = self.result
+        r.best, r.schedule = m, schedule
+        r.history.append((self.spent, r.best.speedup or 0.0))
+
     def speedup(self, schedule: Schedule) -> float:
         """Measure (or recall) a complete schedule: its speedup, 0 for a failure. BudgetExhausted at the end."""
         m = self.measure(schedule)
         return m.speedup if m.ok and m.speedup else 0.0
 
-    def measure(self, schedule: Schedule) -> Measurement:
+    def measure(self, schedule: Schedule, quick: bool = False) -> Measurement:
+        """Measure (or recall) a complete schedule; `quick`: a figure to rank by (Engine.measure)."""
         text = to_text(schedule)
         r = self.result
         if text in self.memo:
@@ -105,7 +113,7 @@ class Evaluator:
             return self.memo[text]
         if self.exhausted:
             raise BudgetExhausted()
-        m = self.engine.measure(self.program, schedule, cancel=self.cancel)
+        m = self.engine.measure(self.program, schedule, cancel=self.cancel, quick=quick)
         if m.status == "cancelled":
             raise BudgetExhausted()
         self.memo[text] = m

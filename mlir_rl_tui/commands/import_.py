@@ -22,7 +22,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                                           "folder)")
     p.add_argument("--passes", default="all", metavar="LIST",
                    help="what import does to the model besides exporting it: all (default), none, or a comma-separated "
-                        "subset of bn (batch norms folded into convolutions), nhwc (NCHW convolutions as NHWC), fold "
+                        "subset of bn (batch norms folded into convolutions), convt (transposed convolutions as sub-pixel "
+                        "convolutions), nhwc (NCHW convolutions as NHWC), fold "
                         "(constant weight transposes computed once), pad (pads written in place), fuse (elementwise "
                         "chains as one op)")
     p.add_argument("--open", action="store_true", help="open the app on the imported program")
@@ -31,7 +32,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def passes_line(done: dict) -> str:
     """What the passes did, in words."""
-    words = {"bn": "batch norms folded", "nhwc": "ops to NHWC", "fold": "constant transposes/reshapes folded",
+    words = {"bn": "batch norms folded", "convt": "transposed convolutions as sub-pixel ones", "nhwc": "ops to NHWC", "fold": "constant transposes/reshapes folded",
              "pad": "pads written in place"}
     parts = [f"{done[k]} {w}" for k, w in words.items() if k in done]
     if "ops_before" in done:

@@ -164,10 +164,12 @@ def report(r, out: str, interrupted: bool) -> str:
     if cut:
         lines.append(f"{cut} workloads were cut short or not reached before the deadline: they keep what they have "
                      "in later runs; `--continue` searches them further")
-    lines.append(f"{'workload':44} {'ops':>4} {'ms':>8} {'start':>9} {'tries':>6}  state")
+    lines.append(f"{'workload':44} {'ops':>4} {'ms':>8} {'start':>9} {'tries':>6} {'paired':>6} {'kept':>5} "
+                 f"{'s':>5}  state")
     for w in sorted(r.workloads, key=lambda w: -w.ms):
-        lines.append(f"{w.label[:44]:44} {len(w.ops):>4} {w.ms:>8.3f} {w.start:>9} {w.measurements:>6}  {w.state}"
-                     + (" (alone)" if w.alone else ""))
+        lines.append(f"{w.label[:44]:44} {len(w.ops):>4} {w.ms:>8.3f} {w.start:>9} {w.measurements:>6} {w.compared:>6} "
+                     f"{w.kept:>5} {w.seconds:>5.0f}  {w.state}" + (" (alone)" if w.alone else "")
+                     + (f", {w.restarts} restarts" if w.restarts else ""))
     lines.append(f"schedule: {r.schedule or '(none)'}")
     lines.append(f"from PyTorch: import mlir_rl_tui.torch; model = mlir_rl_tui.torch.load({out!r})")
     return "\n".join(lines)
