@@ -20,7 +20,7 @@ import warnings
 
 import numpy as np
 
-from mlir_rl_tui.agent.torch_passes import fold_batch_norms, split_grouped_convs, subpixel_transposed_convs
+from mlir_rl_tui.agent.torch_passes import fold_batch_norms, subpixel_transposed_convs
 from mlir_rl_tui.engine.errors import EngineError
 from mlir_rl_tui.engine.graph import PASSES as GRAPH_PASSES
 from mlir_rl_tui.engine.graph import graph_passes
@@ -84,10 +84,10 @@ def load_module(spec: str):
 
 
 #: What `import` does to a model besides exporting it (all by default; `--passes none` for torch-mlir's own
-#: output): `bn`, `convt` and `groups` rewrite the module (agent.torch_passes: batch norms folded into the
-#: convolution before them, transposed convolutions as sub-pixel convolutions, grouped convolutions as one
-#: convolution per group); the others are engine.graph's rewrites of the exported MLIR.
-TORCH_PASSES = ("bn", "convt", "groups")
+#: output): `bn` and `convt` rewrite the module (agent.torch_passes: batch norms folded into the convolution
+#: before them, transposed convolutions as sub-pixel convolutions); the others are engine.graph's rewrites of
+#: the exported MLIR.
+TORCH_PASSES = ("bn", "convt")
 PASSES = (*TORCH_PASSES, *GRAPH_PASSES)
 
 
@@ -139,7 +139,6 @@ def import_module(spec, inputs: list[str], out: str, seed: int = 0, passes: tupl
                               f"{str(e).splitlines()[0] if str(e) else ''}") from None
         exported, folded_bn = fold_batch_norms(model) if "bn" in passes else (model, 0)
         exported, subpixel = subpixel_transposed_convs(exported) if "convt" in passes else (exported, 0)
-        exported, grouped = split_grouped_convs(exported) if "groups" in passes else (exported, 0)
         try:
             module = fx.export_and_import(exported, *xs, output_type=OutputType.LINALG_ON_TENSORS, func_name="forward")
         except Exception as e:  # noqa: BLE001 - torch.export / torch-mlir name the op they cannot handle
@@ -147,8 +146,7 @@ def import_module(spec, inputs: list[str], out: str, seed: int = 0, passes: tupl
     if not isinstance(ref, torch.Tensor):
         raise EngineError(f"{spec}: the module returns {type(ref).__name__}; exactly one tensor is supported")
     text = str(module)
-    done = {**({"bn": folded_bn} if "bn" in passes else {}), **({"convt": subpixel} if "convt" in passes else {}),
-            **({"groups": grouped} if "groups" in passes else {})}
+    done = {**({"bn": folded_bn} if "bn" in passes else {}), **({"convt": subpixel} if "convt" in passes else {})}
     graph = tuple(p for p in passes if p in GRAPH_PASSES)
     if graph:
         try:

@@ -73,6 +73,19 @@ def between_ms(tuned, model, x, seconds: float = 0.3) -> float:
     return statistics.median(times) * 1e3
 
 
+def start_vs_best(lib: str, start: str, best: str) -> tuple[float, float, float] | None:
+    """The tuned schedule against `tune`'s start on the model, in one paired burst (Engine.compare): the
+    start's time over the tuned one's, with its 95% interval (None: the same schedule, or it failed)."""
+    from mlir_rl_tui.engine import Engine, load_file, parse
+
+    if start == best:
+        return None
+    program = load_file(os.path.splitext(lib)[0] + ".mlir")
+    with Engine() as eng:
+        c = eng.compare(program, parse(best), parse(start))
+    return (c.speedup, *c.speedup_ci) if c.status == "ok" and c.speedup_ci else None
+
+
 def engine_ms(lib: str) -> float:
     """The engine's figure for the library's schedule, measured now (`apply --no-cache` on the program `tune`
     imported beside the library)."""
@@ -126,6 +139,8 @@ def main() -> None:
         try:
             first, t1 = tune(zoo, name, shape, args.minutes, lib, db)
             second, t2 = tune(zoo, name, shape, args.minutes, lib, db)
+            with open(os.path.join(out, f"{name}.tune.json"), "w") as f:  # what each run did, per workload
+                json.dump({"first": first, "second": second}, f, indent=1)
         except RuntimeError as e:  # reported, and the other models still run
             print(e, flush=True)
             failed.append(name)
@@ -153,6 +168,7 @@ def main() -> None:
             # the engine's figure is a fastest run per round: the library's call, the same way
             fastest = [call_ms(tuned, x, stat=min) for _ in range(args.rounds)]
         engine_now = engine_ms(lib)
+        gain = start_vs_best(lib, first.get("start_schedule", ""), first["schedule"])
         vs_eager = [e / t for e, t in zip(times["eager"], times["tuned"])]
         vs_compile = [c / t for c, t in zip(times["compile"], times["tuned"])]
         row = {
@@ -163,6 +179,7 @@ def main() -> None:
             "tuned_fastest_ms": statistics.median(fastest),
             "vs_eager": vs_eager, "vs_compile": vs_compile, "tune_s": t1, "second_s": t2,
             "second_searched": second["searched"], "measurements": first["measurements"],
+            "start_ms": first["start_ms"], "best_ms": first["best_ms"], "start_vs_best": gain,
         }
         rows.append(row)
         print(f"{name}: eager {row['eager_ms']:.3f} ms, compile {row['compile_ms']:.3f} ms, tuned {row['tuned_ms']:.3f} "
@@ -179,12 +196,19 @@ def main() -> None:
               f"{r['tune_s']:.0f} | {r['second_s']:.0f} ({100 * r['second_s'] / r['tune_s']:.0f}%) |")
     print()
     print("| model | the engine's ms | tuned module ms, alone | between PyTorch calls | fastest call | "
-          "alone / engine | between / engine |")
+              "alone / engine | between / engine |")
     print("|---|---|---|---|---|---|---|")
     for r in rows:
         print(f"| {r['model']} | {r['engine_ms']:.3f} | {r['tuned_ms']:.3f} | {r['between_ms']:.3f} | "
               f"{r['tuned_fastest_ms']:.3f} | {r['tuned_ms'] / r['engine_ms']:.2f} | "
               f"{r['between_ms'] / r['engine_ms']:.2f} |")
+    print()
+    print("| model | tune's start ms | tuned ms | start / tuned, paired (95% interval) | measurements |")
+    print("|---|---|---|---|---|")
+    for r in rows:
+        g = r["start_vs_best"]
+        paired = f"{g[0]:.2f}x ({g[1]:.2f}-{g[2]:.2f})" if g else "(the start)"
+        print(f"| {r['model']} | {r['start_ms']:.3f} | {r['best_ms']:.3f} | {paired} | {r['measurements']} |")
     if failed:
         print(f"\nfailed: {', '.join(failed)}")
     if not rows:

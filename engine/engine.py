@@ -244,8 +244,9 @@ class Engine:
         if self.cache is not None:
             prev = self.cache.get(cache_key(program), text, self.machine, parse=Measurement.from_record)
             # checked: a corrupted record is reported, dropped and measured again; so is a wrong result (a bug
-            # of the version that measured it, which a newer one may have fixed: it is rare, and measured anew)
-            if use_cache and self.reuse and prev is not None and prev.status != "wrong-result":
+            # of the version that measured it, which a newer one may have fixed: it is rare, and measured anew),
+            # and an outcome of a moment rather than of the schedule (TRANSIENT)
+            if use_cache and self.reuse and prev is not None and prev.status not in ("wrong-result", *TRANSIENT):
                 prev.cached = True
                 return self._place(program, prev, parallel)
         base = None
@@ -290,7 +291,8 @@ class Engine:
         # a contended, far or unsteady timing is not stored: measured again, it may get the cores it needs; nor
         # is one cut short by a deadline
         if use_cache and self.cache is not None and not against_torch and not m.contended and not m.far \
-                and not m.unsteady and not m.cut_short and not (base is not None and base.cut_short):
+                and not m.unsteady and not m.cut_short and not (base is not None and base.cut_short) \
+                and m.status not in TRANSIENT:
             self.cache.put(cache_key(program), text, self.machine, m.to_record())
         return m
 
@@ -683,6 +685,10 @@ class Engine:
                           bool(m.unsteady or m.far or m.contended))
 
 
+#: Outcomes of a moment, not of the schedule, so never served from the cache: a worker killed by a signal
+#: (the OOM killer, an outside kill) and a run over its time limit (a loaded machine). A compile error, a
+#: legality refusal and a wrong result are the schedule's and stay cached.
+TRANSIENT = ("crash", "timeout")
 #: The timing of a quick figure (Engine.measure(quick=True)): the least rounds, no waiting out bad states.
 QUICK = {"timing": {"min_rounds": 6, "min_baseline_rounds": 3, "target_rel": 0.05, "budget_s": 0.0}, "retry": False}
 #: A paired comparison (Engine.compare): as many incumbent rounds as candidate rounds, alternating.

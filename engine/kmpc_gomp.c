@@ -21,6 +21,13 @@ extern void GOMP_parallel(void (*fn)(void *), void *data, unsigned num_threads, 
 extern void GOMP_barrier(void);
 extern int omp_get_thread_num(void);
 extern int omp_get_num_threads(void);
+extern int omp_get_level(void);
+
+/* Regions forked inside another region are run by the forking thread alone, as LLVM's and Intel's runtimes
+   run a nested region when nesting is off (their default): the region's loops give it every iteration and
+   its barriers wait for nobody. GNU OpenMP would start a team of one for each (a TF of a TP forks one per
+   tile). `serial` counts such regions the calling thread is inside. */
+static __thread int serial;
 
 typedef struct ident ident_t;
 typedef void (*microtask_t)(int32_t *gtid, int32_t *btid, ...);
@@ -35,7 +42,7 @@ struct region {
 
 static void run_region(void *data) {
   struct region *r = data;
-  int32_t gtid = omp_get_thread_num(), btid = gtid;
+  int32_t gtid = serial ? 0 : omp_get_thread_num(), btid = gtid;
   void **a = r->args;
   switch (r->argc) {
   case 0: r->fn(&gtid, &btid); break;
@@ -82,18 +89,25 @@ void __kmpc_fork_call(ident_t *loc, int32_t argc, microtask_t fn, ...) {
   for (int i = 0; i < argc; i++)
     r.args[i] = va_arg(ap, void *);
   va_end(ap);
+  if (serial || omp_get_level() > 0) {
+    serial++;
+    run_region(&r);
+    serial--;
+    return;
+  }
   GOMP_parallel(run_region, &r, 0, 0);
 }
 
 int32_t __kmpc_global_thread_num(ident_t *loc) {
   (void)loc;
-  return omp_get_thread_num();
+  return serial ? 0 : omp_get_thread_num();
 }
 
 void __kmpc_barrier(ident_t *loc, int32_t gtid) {
   (void)loc;
   (void)gtid;
-  GOMP_barrier();
+  if (!serial)
+    GOMP_barrier();
 }
 
 void __kmpc_for_static_fini(ident_t *loc, int32_t gtid) {
@@ -108,7 +122,7 @@ void __kmpc_for_static_fini(ident_t *loc, int32_t gtid) {
             ST incr, ST chunk) {                                                                             \
     (void)loc;                                                                                               \
     (void)gtid;                                                                                              \
-    UT nth = (UT)omp_get_num_threads(), tid = (UT)omp_get_thread_num();                                      \
+    UT nth = serial ? 1 : (UT)omp_get_num_threads(), tid = serial ? 0 : (UT)omp_get_thread_num();            \
     if (incr > 0 ? (*upper < *lower) : (*lower < *upper)) { /* no iteration at all */                       \
       if (last) *last = 0;                                                                                   \
       *stride = incr;                                                                                        \

@@ -12,12 +12,16 @@
    A workload is tuned on its own program where it can be taken out (engine.extract: its op and the
    producer tiled fusion would fuse, the rest of the model's tensors as arguments): its op schedule in the
    model and hill climbing's starting points are measured there, then it is hill-climbed (engine.search.hill:
-   one loop's tile size a step, the first tiling's kind, V/NT) from the fastest, a candidate taken when it
-   beats the current one beyond the noise, until a local optimum ("tuned") or the end of its time ("cut").
-   A candidate compiles in a fraction of a second there, where a ResNet-18 takes 6 s. The best op schedule
-   is given to every op of the model with that workload; the composition is measured on the model at once
-   when that is cheap (under `CHEAP_MODEL_SHARE` of the budget), else once at the end (time for it is
-   kept), and undone if the model's best beats it beyond the noise. A workload that cannot be taken out is
+   one loop's tile size a step, the first tiling's kind, V/NT) from the fastest, until a local optimum
+   ("tuned") or the end of its time ("cut"). Each candidate gets a quick figure (Engine.measure(quick=True));
+   it is taken when it beats the current point beyond the noise, or when its figure is the faster and a
+   paired comparison (Engine.compare: both timed in one interleaved burst) finds it faster: on a VM whose
+   figures move 10-70% between bursts, nothing was ever beyond the noise of two figures taken apart. A
+   candidate compiles in a fraction of a second there, where a ResNet-18 takes 6 s. Minutes left once every
+   workload reached its optimum go to restarts from its best moved by `KICK` random steps (`_restarts`).
+   The best op schedule is given to every op of the model with that workload; the composition is measured
+   on the model at once when that is cheap (under `CHEAP_MODEL_SHARE` of the budget), else once at the end
+   (time for it is kept), and taken by the same rule as a candidate. A workload that cannot be taken out is
    hill-climbed on the whole model (each candidate measured there). Workloads under `SMALL_SHARE` of the
    model's time keep their start ("small"), and so do those the deadline came before ("unreached"). A
    profile of the final schedule records every op's time, and every workload is marked in the database with
@@ -54,6 +58,7 @@ SMALL_SHARE = 0.005
 #: Restarts once every workload reached a local optimum (Tuner._restarts): random steps from the best, rounds.
 KICK = 2
 MAX_RESTARTS = 20
+RESTART_PATIENCE = 3
 #: A model whose measurement takes less than this share of the budget has each workload's tuned op schedule
 #: measured on it at once; a larger one all of them together at the end.
 CHEAP_MODEL_SHARE = 0.02
@@ -99,6 +104,7 @@ class TuneResult:
     def to_json(self) -> dict:
         return {
             "baseline_ms": self.baseline.time_ms, "start_ms": self.start.time_ms, "best_ms": self.best.time_ms,
+            "start_schedule": self.start.schedule,
             "speedup": self.best.speedup, "schedule": to_text(self.schedule), "measurements": self.measurements,
             "seconds": round(self.seconds, 2), "searched": self.searched,
             "workloads": [{"key": w.key, "label": w.label, "ops": w.ops, "ms": w.ms, "start": w.start,
@@ -256,10 +262,12 @@ class Tuner:
     def _restarts(self, ended: list[Workload], rng: np.random.Generator) -> None:
         """Minutes left once every workload reached a local optimum go to restarts (the seed paper's): each
         workload tuned alone climbs again from its best moved by KICK random steps, the most time first, each
-        given a share of the time left like its share of the model's time, until the deadline or
-        MAX_RESTARTS rounds."""
+        given a share of the time left like its share of the model's time, until the deadline, MAX_RESTARTS
+        rounds, or, for a workload, RESTART_PATIENCE restarts in a row that found nothing faster."""
+        stale: dict[str, int] = {}
         for _ in range(MAX_RESTARTS):
-            again = [w for w in ended if w.state == "tuned" and w.key in self._alone_ctx]
+            again = [w for w in ended if w.state == "tuned" and w.key in self._alone_ctx
+                     and stale.get(w.key, 0) < RESTART_PATIENCE]
             if not again or self.cancel.is_set():
                 return
             total = sum(w.ms for w in again) or 1.0
@@ -273,7 +281,10 @@ class Tuner:
                 end = min(t0 + max(MIN_SLICE_S, left * (w.ms or total / len(again)) / total), self.deadline - self.reserve)
                 alone = self.alone.get(w.key)
                 assert isinstance(alone, Program)
+                ev = self._alone_ctx[w.key][0]
+                before = ev.result.schedule
                 self._climb_alone(w, alone, end, rng, kick=KICK)
+                stale[w.key] = 0 if ev.result.schedule is not before else stale.get(w.key, 0) + 1
                 w.seconds += time.monotonic() - t0
                 self.current = None
 

@@ -225,3 +225,29 @@ def test_1d_convolutions_become_nwc_and_keep_pytorchs_result(tmp_path, cache_dir
     assert "_ncw" not in text and "_nchw" not in text
     base = json.loads(cli("apply", str(out), "--schedule", "", "--json").stdout)
     assert base["status"] == "ok" and base["validated"], base  # compared with PyTorch's output
+
+
+MODELS = ROOT / "tests" / "data" / "import_models.py"
+
+
+def test_transposed_and_grouped_convolutions_keep_pytorchs_result(tmp_path, cache_dir):
+    """A transposed convolution imports as the sub-pixel convolution it equals (agent.torch_passes: no
+    zero-inserted input, no weights flipped per call), and a grouped one as one NHWC convolution per group
+    (engine.graph.grouped_to_nhwc: no grouped op the vectorizer cannot take); both keep PyTorch's result,
+    untransformed and with V on every convolution."""
+    pytest.importorskip("torch_mlir")
+    for name, shape in (("UpBlock", "1x8x16x16"), ("GroupedBlock", "1x16x12x12")):
+        out = tmp_path / f"{name}.mlir"
+        r = cli("import", f"{MODELS}:{name}", "--input", shape, "-o", str(out), "--json")
+        assert r.returncode == 0, r.stderr
+        passes = json.loads(r.stdout)["passes"]
+        text = out.read_text()
+        assert "ngchw" not in text and "tensor.extract %" not in text, name
+        if name == "UpBlock":
+            assert passes["convt"] == 1 and text.count("linalg.conv_2d_nhwc_hwcf") == 3
+        else:
+            assert text.count("linalg.conv_2d_nhwc_hwcf") == 2 + 4  # the 1x1 pair and one per group
+        base = json.loads(cli("apply", str(out), "--schedule", "", "--json").stdout)
+        assert base["status"] == "ok" and base["validated"], base  # compared with PyTorch's output
+        found = json.loads(cli("search", str(out), "--method", "hill", "--budget", "4", "--json").stdout)
+        assert found["status"] == "ok" and found["validated"] and " V" in found["schedule"], found

@@ -83,3 +83,40 @@ def test_every_f32_erf_exp_tanh_is_rewritten_and_f64_is_left():
         m.operation.verify()
         out = str(m)
     assert "math.erf" not in out and "math.tanh" not in out and out.count("math.exp") == 1  # the f64 one
+
+
+POWERS = textwrap.dedent("""\
+    #id = affine_map<(d0) -> (d0)>
+    func.func @forward(%x: tensor<8192xf32>) -> tensor<8192xf32> {
+      %two = arith.constant 2 : i64
+      %three = arith.constant -3 : i64
+      %e = tensor.empty() : tensor<8192xf32>
+      %r = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]}
+          ins(%x : tensor<8192xf32>) outs(%e : tensor<8192xf32>) {
+        ^bb0(%i: f32, %o: f32):
+          %a = math.fpowi %i, %two : f32, i64
+          %b = math.fpowi %i, %three : f32, i64
+          %y = arith.addf %a, %b : f32
+          linalg.yield %y : f32
+      } -> tensor<8192xf32>
+      return %r : tensor<8192xf32>
+    }
+    """)
+
+
+def test_integer_powers_vectorize(tmp_path, cache_dir):
+    """`x.pow(2)` (an RMSNorm's) is math.fpowi: vectorized it lowered to llvm.intr.powi of a vector exponent,
+    which LLVM refuses (every schedule with V on such an op was a compile error); expanded into
+    multiplications first, it computes x^2 + x^-3 like numpy, vectorized and not."""
+    from mlir_rl_tui import runtime
+
+    src = tmp_path / "powers.mlir"
+    src.write_text(POWERS)
+    x = np.linspace(0.5, 3.0, 8192, dtype=np.float32)
+    for schedule in ("op0: T(8) V", ""):
+        out = tmp_path / f"powers-{len(schedule)}.so"
+        r = subprocess.run([sys.executable, "-m", "mlir_rl_tui", "build", str(src), "--schedule", schedule, "-o",
+                            str(out)], capture_output=True, text=True, timeout=180)
+        assert r.returncode == 0, r.stderr
+        y = runtime.load(str(out))(x)
+        np.testing.assert_allclose(y, x.astype(np.float64) ** 2 + x.astype(np.float64) ** -3, rtol=1e-6)

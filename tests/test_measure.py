@@ -39,6 +39,26 @@ def test_crash_is_contained_and_next_measurement_works(engine, matmul):
     assert ok.status == "ok" and ok.validated
 
 
+def test_a_crash_or_a_timeout_is_measured_again_and_a_compile_error_is_served(engine, matmul):
+    """Only the schedule's own outcomes are cached: a worker killed by a signal (here stored as if an earlier
+    run had seen it) or a time-out is measured again, a deterministic refusal is served."""
+    from mlir_rl_tui.engine.engine import Measurement, cache_key
+
+    s = parse("op0: T(4,64,4) V")
+    for status in ("crash", "timeout"):
+        engine.cache.put(cache_key(matmul), "op0: T(4,64,4) V", engine.machine,
+                         Measurement(status, "op0: T(4,64,4) V", error="killed by signal 9").to_record())
+        m = engine.measure(matmul, s)
+        assert m.ok and not m.cached, (status, m.status)
+        engine.cache.put(cache_key(matmul), "op0: T(4,64,4) V", engine.machine,
+                         Measurement(status, "op0: T(4,64,4) V", error="killed by signal 9").to_record())
+    bad = engine.measure(matmul, parse("op0: T(48,48,48) V"), check=False)
+    again = engine.measure(matmul, parse("op0: T(48,48,48) V"), check=False)
+    assert bad.status == again.status == "transform-error" and again.cached
+    crashed = engine.measure(matmul, parse("op0: T(-8,8,8)"), check=False)
+    assert crashed.status == "crash" and not engine.measure(matmul, parse("op0: T(-8,8,8)"), check=False).cached
+
+
 def test_illegal_transform_is_transform_error(engine, matmul):
     # a non-dividing tile forced past the mask, then vectorize: MLIR refuses dynamic shapes
     m = engine.measure(matmul, parse("op0: T(48,48,48) V"), check=False, use_cache=False)

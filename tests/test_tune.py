@@ -258,3 +258,69 @@ def test_the_database_survives_kill_9_while_writing(tmp_path):
     assert len(recs) >= 200 and db.corrupted == 0
     assert all(r.ms == 1.0 + int(r.schedule[2:-3]) for r in recs)  # every row as it was written
     assert db.tuned("m", "w0") is not None
+
+
+class _FixedEngine:
+    """An engine whose figures are given: `figures` (schedule text -> ms; others 1.0 ms), every one +-50%
+    (nothing beats anything by the figures), and a paired comparison finds only `faster` faster."""
+
+    def __init__(self, figures: dict[str, float], faster: str) -> None:
+        from mlir_rl_tui.engine.config import DEFAULT_LIMITS
+
+        self.limits, self.openmp, self.machine = DEFAULT_LIMITS, False, "fixed"
+        self.figures, self.faster, self.compared = figures, faster, []
+
+    def baseline(self, program, **kw):
+        from mlir_rl_tui.engine.schedule import Schedule
+
+        return self.measure(program, Schedule({}))
+
+    def measure(self, program, schedule, **kw):
+        from mlir_rl_tui.engine.engine import Measurement
+        from mlir_rl_tui.engine.schedule import to_text
+
+        text = to_text(schedule)
+        t = 10.0 if not text else self.figures.get(text, 1.0)
+        return Measurement("ok", text, t, 10.0, 10.0 / t, True, time_ci_ms=[t / 1.5, t * 1.5],
+                           speedup_ci=[10.0 / t / 2.25, 10.0 / t * 2.25])
+
+    def compare(self, program, candidate, incumbent, **kw):
+        from mlir_rl_tui.engine.engine import Comparison
+        from mlir_rl_tui.engine.schedule import to_text
+
+        self.compared.append((to_text(candidate), to_text(incumbent)))
+        won = to_text(candidate) == self.faster
+        return Comparison("ok", 1.1 if won else 1.0, [1.05, 1.15] if won else [0.97, 1.03], 1.0, 1.1, 10)
+
+
+def test_a_climb_takes_what_a_paired_comparison_finds_faster_and_nothing_else():
+    """Within the figures' noise, a candidate whose figure is the faster is compared with the current point
+    in one paired burst (Engine.compare) and taken only when that finds it faster; one whose figure is not
+    the faster is not compared. The tuner counts comparisons, close calls and moves."""
+    import threading
+
+    import numpy as np
+
+    from mlir_rl_tui.engine import load
+    from mlir_rl_tui.engine.schedule import parse, to_text
+    from mlir_rl_tui.engine.search.base import Evaluator
+    from mlir_rl_tui.engine.search.hill import kinds, neighbours, recipes_of, schedule_from
+    from mlir_rl_tui.engine.tune import Tuner, Workload
+
+    prog = load(CHAIN)
+    start = parse("op2: T(32) V")
+    probe = Evaluator(_FixedEngine({}, ""), prog, 10**6, "tune")
+    point = recipes_of(probe, start)["op2"]
+    texts = [to_text(parse("op2: " + to_text(schedule_from(probe, {"op2": n["op2"]})).split("op2: ")[1].split(";")[0]))
+             for n in neighbours(probe, {"op2": point}, {"op2": kinds(probe, "op2")})]
+    close, target = texts[0], texts[-1]
+    eng = _FixedEngine({close: 0.97, target: 0.95}, faster=target)
+    ev = Evaluator(eng, prog, 10**6, "tune")
+    ev.take(eng.measure(prog, start), start)
+    w = Workload("k", "relu", ["op2"])
+    tuner = type("T", (), {"engine": eng, "cancel": threading.Event(), "_say": lambda self, s: None})()
+    converged = Tuner._hill(tuner, ev, "op2", start, lambda t: parse(f"op2: {t}"), 10**12, w, np.random.default_rng(0))
+    assert converged and to_text(ev.result.schedule) == target
+    assert w.kept == 1 and w.compared == len(eng.compared) and w.close == w.compared - 1
+    assert eng.compared[-1] == (target, to_text(start))  # then no neighbour of it had a faster figure
+    assert {c for c, _ in eng.compared} <= {close, target}  # the others' figures were not the faster
