@@ -10,11 +10,15 @@ front-end, a U-Net down block; batch 1):
    one another (rtol 1e-3, atol 1e-4 of the largest output), then timed in --rounds interleaved rounds
    (each round: each variant's median call over ~0.3 s, in a rotating order), and in the same rounds the
    tuned module as a user's model calls it between PyTorch's own layers: its median call when each call
-   follows one eager call of the model ("between");
+   follows one eager call of the model ("between"), and its fastest call (the engine's figure is a fastest
+   run per round). The engine's state probe, built as a library, is timed around every figure: rounds in
+   which the host slowed it beyond STEADY_FACTOR are left out (the engine leaves out its own such rounds),
+   when 2 or more rounds are left;
 4. the engine's own figure for the library's schedule, measured again right after the rounds (a fastest
    run per timing round of the kernel in its worker, `apply --no-cache`), against the module's median call
    alone and between PyTorch calls: the in-process overhead is what the call costs beyond it;
-5. per model: the ratios eager / tuned and compile / tuned (median over rounds, min..max).
+5. the tuned schedule against `tune`'s start, paired in one burst (Engine.compare);
+6. per model: the ratios eager / tuned and compile / tuned (median over rounds, min..max).
 
     .venv/bin/python benchmarks/models.py [--minutes 5] [--only resnet18,unet_down] [--rounds 7] [--out DIR]
                                           [--zoo FILE]   (your own models, in model_zoo.py's form)
@@ -33,6 +37,8 @@ import subprocess
 import sys
 import tempfile
 import time
+
+from mlir_rl_tui.engine.timing import STEADY_FACTOR
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ZOO = os.path.join(ROOT, "benchmarks", "model_zoo.py")
@@ -58,6 +64,35 @@ def call_ms(fn, x, seconds: float = 0.3, stat=statistics.median) -> float:
         fn(x)
         times.append(time.perf_counter() - t)
     return stat(times) * 1e3
+
+
+def state_probe(out: str):
+    """The engine's state probe (engine.contention: the matmul sample's parallel schedule, cache-resident
+    vector code that the host's slow spells slow like the kernels) built as a library and called here: a
+    function giving its fastest of 5 runs, in ms. Rounds it says the host slowed are left out, as the
+    engine leaves out its own unsteady rounds."""
+    import numpy as np
+
+    from mlir_rl_tui import runtime
+    from mlir_rl_tui.engine.contention import STATE_PARALLEL, STATE_RUNS, STATE_SAMPLE
+
+    lib = os.path.join(out, "state_probe.so")
+    p = subprocess.run([sys.executable, "-m", "mlir_rl_tui", "build", STATE_SAMPLE, "--schedule", STATE_PARALLEL,
+                        "-o", lib], capture_output=True, text=True)
+    if p.returncode != 0:
+        raise SystemExit(f"building the state probe failed: {(p.stderr.strip().splitlines() or ['?'])[-1]}")
+    k = runtime.load(lib)
+    xs = [np.random.default_rng(0).standard_normal(shape, dtype).astype(dtype) for shape, dtype in k.args]
+
+    def ms() -> float:
+        times = []
+        for _ in range(STATE_RUNS):
+            t = time.perf_counter()
+            k.call(xs)
+            times.append(time.perf_counter() - t)
+        return min(times) * 1e3
+
+    return ms
 
 
 def between_ms(tuned, model, x, seconds: float = 0.3) -> float:
@@ -128,6 +163,7 @@ def main() -> None:
     os.environ.setdefault("OMP_NUM_THREADS", str(args.threads))
     out = args.out or tempfile.mkdtemp(prefix="mlir-rl-models-")
     os.makedirs(out, exist_ok=True)
+    probe = state_probe(out)
     names = args.only.split(",") if args.only else list(model_zoo.MODELS)
     rows, failed = [], []
     for name in names:
@@ -158,15 +194,26 @@ def main() -> None:
         torch.testing.assert_close(got_t, want, rtol=1e-3, atol=atol)
         torch.testing.assert_close(got_c, want, rtol=1e-3, atol=atol)
         variants = {"eager": model, "compile": compiled, "tuned": tuned}
-        times: dict[str, list[float]] = {k: [] for k in (*variants, "between")}
+        kinds = [*variants, "between", "fastest"]
+        taken: dict[str, list[tuple[float, float]]] = {k: [] for k in kinds}  # (ms, the state probe around it)
         with torch.no_grad():
             for r in range(args.rounds):
-                order = [*variants, "between"]
-                order = order[r % 4:] + order[:r % 4]
-                for k in order:
-                    times[k].append(between_ms(tuned, model, x) if k == "between" else call_ms(variants[k], x))
-            # the engine's figure is a fastest run per round: the library's call, the same way
-            fastest = [call_ms(tuned, x, stat=min) for _ in range(args.rounds)]
+                for k in kinds[r % len(kinds):] + kinds[:r % len(kinds)]:
+                    before = probe()
+                    if k == "between":
+                        t = between_ms(tuned, model, x)
+                    elif k == "fastest":  # the engine's figure is a fastest run per round: the library's, so
+                        t = call_ms(tuned, x, stat=min)
+                    else:
+                        t = call_ms(variants[k], x)
+                    taken[k].append((t, max(before, probe())))
+        # rounds the host did not slow (the engine's state probe, engine.contention: its library's fastest of
+        # 5 runs within STEADY_FACTOR of its fastest), when there are 2 or more; else every round
+        limit = STEADY_FACTOR * min(p for k in kinds for _, p in taken[k])
+        steady = [r for r in range(args.rounds) if all(taken[k][r][1] <= limit for k in kinds)]
+        use = steady if len(steady) >= 2 else list(range(args.rounds))
+        times = {k: [taken[k][r][0] for r in use] for k in kinds}
+        fastest = times["fastest"]
         engine_now = engine_ms(lib)
         gain = start_vs_best(lib, first.get("start_schedule", ""), first["schedule"])
         vs_eager = [e / t for e, t in zip(times["eager"], times["tuned"])]
@@ -180,11 +227,13 @@ def main() -> None:
             "vs_eager": vs_eager, "vs_compile": vs_compile, "tune_s": t1, "second_s": t2,
             "second_searched": second["searched"], "measurements": first["measurements"],
             "start_ms": first["start_ms"], "best_ms": first["best_ms"], "start_vs_best": gain,
+            "steady_rounds": len(steady), "rounds": args.rounds,
         }
         rows.append(row)
         print(f"{name}: eager {row['eager_ms']:.3f} ms, compile {row['compile_ms']:.3f} ms, tuned {row['tuned_ms']:.3f} "
               f"ms (between PyTorch calls {row['between_ms']:.3f}, fastest {row['tuned_fastest_ms']:.3f}, the engine's "
-              f"{row['engine_ms']:.3f}); vs eager {spread(vs_eager)}, vs compile {spread(vs_compile)}; "
+              f"{row['engine_ms']:.3f}); vs eager {spread(vs_eager)}, vs compile {spread(vs_compile)} "
+              f"({len(steady)} of {args.rounds} rounds steady); "
               f"tune {t1:.0f} s ({first['start_ms']:.3f} -> {first['best_ms']:.3f} ms), again {t2:.0f} s", flush=True)
     print()
     print("| model | input | ops (distinct workloads) | eager ms | torch.compile ms | tuned ms | vs eager | vs compile "

@@ -24,9 +24,9 @@ extern int omp_get_num_threads(void);
 extern int omp_get_level(void);
 
 /* Regions forked inside another region are run by the forking thread alone, as LLVM's and Intel's runtimes
-   run a nested region when nesting is off (their default): the region's loops give it every iteration and
-   its barriers wait for nobody. GNU OpenMP would start a team of one for each (a TF of a TP forks one per
-   tile). `serial` counts such regions the calling thread is inside. */
+   (the engine's) run a nested region by default: the region's loops give it every iteration and its
+   barriers wait for nobody. PyTorch's GNU OpenMP allows nested teams (max-active-levels unlimited), which
+   would put a second team on the same cores. `serial` counts such regions the calling thread is inside. */
 static __thread int serial;
 
 typedef struct ident ident_t;

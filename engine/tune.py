@@ -312,21 +312,40 @@ class Tuner:
             self.on_progress(self)
 
     def _legal(self, schedule: Schedule) -> bool:
-        try:
-            check_schedule(self.program, schedule, self.engine.limits, self.engine.openmp)
-            return True
-        except ScheduleError:
-            return False
+        return self._legal_in(self.program, schedule)
 
     def _give(self, schedule: Schedule, w: Workload, text: str, every: bool = False) -> Schedule | None:
         """`schedule` with `text` for every op of `w` where it is legal (None: legal for none, or with
         `every`, not legal for all)."""
         out, given = schedule, 0
         for op_id in w.ops:
-            cand = wl.with_ops(out, [op_id], text)
-            if self._legal(cand):
+            cand = self._with(self.program, out, op_id, text)
+            if cand is not None:
                 out, given = cand, given + 1
         return out if given and (given == len(w.ops) or not every) else None
+
+    def _with(self, program: Program, schedule: Schedule, op_id: str, text: str) -> Schedule | None:
+        """`schedule` with `text` for op `op_id` of `program` when that is legal; else with the op's fusion
+        producer given the first legal of V and NT instead of its own schedule, which can be legal only inside
+        the op's tiled fusion (a matmul's fill `T(4,0) V` within `TF(4,32,0)`: with any other tiling of the
+        matmul every candidate was refused, and its climb measured nothing); None when neither is."""
+        cand = wl.with_ops(schedule, [op_id], text)
+        if self._legal_in(program, cand):
+            return cand
+        producer = program.op(op_id).fusion_producer
+        if producer and wl.op_text(cand, producer) not in ("", "V", "NT"):
+            for plain in ("V", "NT"):
+                again = wl.with_ops(cand, [producer], plain)
+                if self._legal_in(program, again):
+                    return again
+        return None
+
+    def _legal_in(self, program: Program, schedule: Schedule) -> bool:
+        try:
+            check_schedule(program, schedule, self.engine.limits, self.engine.openmp)
+            return True
+        except ScheduleError:
+            return False
 
     def _shared_text(self, schedule: Schedule, w: Workload) -> str:
         """The op schedule of one of `w`'s ops that is legal for all of them (ops of one workload can hold
@@ -453,12 +472,7 @@ class Tuner:
             def give(text: str) -> Schedule | None:
                 if shared and text.startswith("TF") and text != start_text:
                     return None
-                cand = wl.with_ops(base, [rep], text)
-                try:
-                    check_schedule(prog, cand, self.engine.limits, self.engine.openmp)
-                except ScheduleError:
-                    return None
-                return cand
+                return self._with(prog, base, rep, text)
         else:
             ev, rep, give, start_text = ctx
 
