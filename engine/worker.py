@@ -95,10 +95,10 @@ def _flock(path: str | None, mode: int = fcntl.LOCK_EX, waiting: Callable[[], No
             return self
 
         def _take(self, m: int, beat: Callable[[], None] | None) -> None:
-            with open(path + ".turnstile", "a") as gate, _beating(beat):
-                fcntl.flock(gate, fcntl.LOCK_EX)
+            with open(path + ".turnstile", "a") as gate:
+                _lock(gate, fcntl.LOCK_EX, beat)
                 try:
-                    fcntl.flock(self.f, m)
+                    _lock(self.f, m, beat)
                 finally:
                     fcntl.flock(gate, fcntl.LOCK_UN)
 
@@ -121,6 +121,20 @@ def _flock(path: str | None, mode: int = fcntl.LOCK_EX, waiting: Callable[[], No
                 self.f.close()
 
     return _L()
+
+
+def _lock(f, mode: int, beat: Callable[[], None] | None) -> None:
+    """flock `f`; when it is not free at once, `beat` is called at once (the wait is shown from its start,
+    however short) and then about once a second until it is taken."""
+    try:
+        fcntl.flock(f, mode | fcntl.LOCK_NB)
+        return
+    except BlockingIOError:
+        pass
+    if beat is not None:
+        beat()
+    with _beating(beat):
+        fcntl.flock(f, mode)
 
 
 @contextmanager
