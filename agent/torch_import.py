@@ -12,6 +12,7 @@ validates) can be checked against PyTorch, not only against itself (`check_again
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
 import re
@@ -155,15 +156,37 @@ def import_module(spec, inputs: list[str], out: str, seed: int = 0, passes: tupl
             done.update(res["counts"])
         except EngineError as e:  # the export as it is: still a valid program
             done["graph_error"] = str(e)
-    try:
-        with open(out, "w") as f:
-            f.write(text)
-        np.savez(out + ".torch.npz", output=ref.numpy(), seed=np.array(seed))
-    except OSError as e:
-        raise EngineError(f"cannot write {out}: {e.strerror}") from None
+    _write_pair(out, text, ref.numpy(), seed)
     return {"output": out, "inputs": [list(s) for s, _ in shapes], "result": list(ref.shape),
             "forward": forward_names(model, len(shapes)),
             "reference": out + ".torch.npz", "chars": len(text), "passes": done}
+
+
+def _write_pair(out: str, text: str, output: np.ndarray, seed: int) -> None:
+    """OUT.mlir and its reference OUT.mlir.torch.npz, each written beside its name, synced and renamed over it
+    (reference first): a failed or killed import leaves no cut file. The reference holds the sha256 of the
+    program text it belongs to, so a reader that finds a new reference beside an old program (a kill between
+    the two renames) refuses the pair instead of checking against the wrong output."""
+    from mlir_rl_tui.engine.program import sha256_text
+
+    parts = [(f"{out}.{os.getpid()}.tmp.npz", out + ".torch.npz"), (f"{out}.{os.getpid()}.tmp", out)]
+    try:
+        with open(parts[0][0], "wb") as f:
+            np.savez(f, output=output, seed=np.array(seed), program_sha256=np.array(sha256_text(text)))
+            f.flush()
+            os.fsync(f.fileno())
+        with open(parts[1][0], "w") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        for tmp, final in parts:
+            os.replace(tmp, final)
+    except OSError as e:
+        raise EngineError(f"cannot write {out}: {e.strerror}") from None
+    finally:
+        for tmp, _ in parts:
+            with contextlib.suppress(OSError):
+                os.remove(tmp)
 
 
 def forward_names(model, n: int) -> list[str]:

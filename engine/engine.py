@@ -454,6 +454,13 @@ class Engine:
             raise EngineError(f"{res['status']}: {res.get('error', '')}")
         return res, parallel
 
+    def reference(self, program: Program, path: str) -> None:
+        """Run the untransformed `program` once in a worker on the engine's seeded inputs and save its output
+        at `path` (an .npz like import's PyTorch reference: `output`, `seed`), to check a built library
+        against where PyTorch's is not at hand; EngineError (one line) if it fails."""
+        self.worker_job(program, Schedule({}), "the untransformed program's run", mode="reference",
+                        reference_path=path)
+
     def compile_only(self, program: Program, schedule: Schedule, *, check: bool = True) -> Measurement:
         """Transform, lower and JIT `schedule` in a worker, without running it: status ok, transform-error,
         compile-error, crash or timeout (no time, not cached). Many times cheaper than `measure`."""

@@ -6,10 +6,12 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 
+from mlir_rl_tui.engine import bounded
 from mlir_rl_tui.engine.errors import EngineError
 
 MEASUREMENTS_FORMAT = "mlir-rl-tui measurements 1"
 MAX_MEASUREMENT_ROWS = 1_000_000
+MAX_ROW_CHARS = 1 << 20  # longest line read (a row is a few hundred characters: key, times, flags)
 
 
 def export_measurements(cache, path: str, programs: set[str] | None = None, machine: str | None = None) -> int:
@@ -44,16 +46,21 @@ def read_measurements(path: str, version_must_match: bool = False
 
     try:
         with gzip.open(path, "rt", encoding="utf-8") as f:
-            header = json.loads(f.readline() or "null")
+            rows = bounded.lines(f, MAX_ROW_CHARS)
+            first = next(rows, "null")
+            header = json.loads(first) if first is not None else None
             if not isinstance(header, dict) or header.get("format") != MEASUREMENTS_FORMAT:
                 raise EngineError(f"{path}: not a measurement file (its first line is not a "
                                   f"{MEASUREMENTS_FORMAT!r} header)")
             if version_must_match and header.get("engine_version") != ENGINE_VERSION:
                 raise EngineError(f"{path}: measured with engine version {header.get('engine_version')}, this is "
                                   f"{ENGINE_VERSION}: its times cannot stand for this machine's")
-            for n, line in enumerate(f):
+            for n, line in enumerate(rows):
                 if n >= MAX_MEASUREMENT_ROWS:
                     raise EngineError(f"{path}: more than {MAX_MEASUREMENT_ROWS} rows")
+                if line is None:
+                    raise EngineError(f"{path}: row {n + 1} is longer than a measurement row can be "
+                                      f"({MAX_ROW_CHARS >> 20} MiB of text): not a measurement file")
                 try:
                     row = json.loads(line)
                     sha, text, mach, result = row["program"], row["schedule"], row["machine"], row["result"]

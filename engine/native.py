@@ -12,6 +12,7 @@ reads both and returns a Python callable.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import shutil
@@ -25,6 +26,15 @@ from mlir_rl_tui.engine.errors import EngineError
 from mlir_rl_tui.engine.mask import check_schedule
 from mlir_rl_tui.engine.program import Program
 from mlir_rl_tui.engine.schedule import Schedule, to_text
+
+
+def file_sha256(path: str) -> str:
+    """The sha256 of the file at `path` (a library's, in its description: runtime.load checks it)."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
 
 
 def c_compiler() -> str:
@@ -154,6 +164,7 @@ def _build(engine: Engine, program: Program, schedule: Schedule, out: str, lib_f
         "result": [list(program.results[0].shape), program.results[0].dtype], "schedule": text,
         "program_sha256": program.sha256, "runtime": runtime,
         "libraries": libs + ([GOMP] if runtime == "gomp" else []), **(extra or {}),
+        "library_sha256": file_sha256(lib_file),  # the loader refuses a description beside another library
     }
     with open(desc_file, "w") as f:
         json.dump(desc, f, indent=1)

@@ -84,7 +84,7 @@ def to_text(schedule: Schedule) -> str:
 def parse_action(text: str) -> Action:
     m = _ACTION.fullmatch(text)
     if not m:
-        raise ScheduleError(f"malformed action {text.strip()!r}; expected T(..), TP(..), TF(..), I(..), V or NT")
+        raise ScheduleError(f"malformed action {_clip(text)!r}; expected T(..), TP(..), TF(..), I(..), V or NT")
     return _to_action(m, text)
 
 
@@ -93,25 +93,37 @@ def _to_action(m: re.Match, text: str) -> Action:
         return Action(m.group(3))
     kind, body = m.group(1), m.group(2).strip()
     if not body:
-        raise ScheduleError(f"{kind}() needs parameters in {text.strip()!r}")
+        raise ScheduleError(f"{kind}() needs parameters in {_clip(text)!r}")
     try:
         params = tuple(int(x) for x in body.split(","))
     except ValueError:
-        raise ScheduleError(f"parameters of {kind} must be integers in {text.strip()!r}") from None
+        raise ScheduleError(f"parameters of {kind} must be integers in {_clip(text)!r}") from None
     return Action(kind, params)
 
 
+MAX_SCHEDULE_CHARS = 1 << 18  # longest schedule text parsed (a 600-op model's schedule is ~50 KB)
+
+
+def _clip(text: str, n: int = 80) -> str:
+    """`text` as an error quotes it: at most `n` characters."""
+    text = text.strip()
+    return text if len(text) <= n else text[:n] + "..."
+
+
 def parse(text: str) -> Schedule:
-    """Parse schedule text; raises ScheduleError with the offending part on malformed input."""
+    """Parse schedule text; raises ScheduleError with the offending part (clipped) on malformed input."""
     ops: dict[str, list[Action]] = {}
     if not text or not text.strip():
         return Schedule({})
+    if len(text) > MAX_SCHEDULE_CHARS:
+        raise ScheduleError(f"a schedule of {len(text)} characters is longer than a schedule can be "
+                            f"({MAX_SCHEDULE_CHARS} characters)")
     for part in text.split(";"):
         if not part.strip():
             continue
         m = _OP.match(part)
         if not m:
-            raise ScheduleError(f"malformed schedule part {part.strip()!r}; expected 'opN: ACTION ...'")
+            raise ScheduleError(f"malformed schedule part {_clip(part)!r}; expected 'opN: ACTION ...'")
         op_id, body = m.group(1), m.group(2)
         if op_id in ops:
             raise ScheduleError(f"{op_id} appears twice in the schedule")
@@ -121,7 +133,7 @@ def parse(text: str) -> Schedule:
         while pos < len(body):
             am = _ACTION.match(body, pos)
             if not am or am.end() == pos:
-                raise ScheduleError(f"malformed action in {op_id} at {body[pos:].strip()!r}; "
+                raise ScheduleError(f"malformed action in {op_id} at {_clip(body[pos:])!r}; "
                                     "expected T(..), TP(..), TF(..), I(..), V or NT")
             acts.append(_to_action(am, am.group(0)))
             pos = am.end()

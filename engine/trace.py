@@ -52,6 +52,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from mlir_rl_tui.engine import bounded
 from mlir_rl_tui.engine.errors import EngineError, warn
 from mlir_rl_tui.engine.schedule import Action, Schedule, parse_action
 
@@ -452,19 +453,20 @@ def read_trace(path: str) -> Trace:
     if size > MAX_TRACE_BYTES:
         raise EngineError(f"{path}: {size >> 20} MB is larger than a trace may be ({MAX_TRACE_BYTES >> 20} MB); "
                           "split it into several files")
+    records, bad, truncated = [], 0, False
     with open(path, encoding="utf-8", errors="replace") as f:
-        data = f.read()
-    lines = data.split("\n")
-    truncated = bool(lines and lines[-1].strip())
-    if truncated:
-        lines = lines[:-1]
-    records, bad = [], 0
-    for ln in lines:
-        if not ln.strip():
-            continue
-        r = _parse(ln)
-        if r is not None:
-            records.append(r)
-        else:
-            bad += 1
+        for ln in bounded.lines(f, MAX_RECORD_CHARS):  # streamed: a line is held only up to MAX_RECORD_CHARS
+            if ln is None:
+                bad += 1
+                continue
+            if not ln.endswith("\n"):  # the last line, cut off mid-write
+                truncated = bool(ln.strip())
+                break
+            if not ln.strip():
+                continue
+            r = _parse(ln)
+            if r is not None:
+                records.append(r)
+            else:
+                bad += 1
     return Trace(records, truncated, bad)

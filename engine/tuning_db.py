@@ -26,13 +26,14 @@ import math
 import time
 from dataclasses import dataclass
 
+from mlir_rl_tui.engine import bounded
 from mlir_rl_tui.engine.cache import MAX_ROW_CHARS, Store, checksum
 from mlir_rl_tui.engine.errors import EngineError
 
 TUNING_FILE = "tuning.sqlite"
 EXPORT_FORMAT = "mlir-rl-tui tuning records 1"
 #: The largest export `import_file` reads (a shared file is data, not a way to fill this machine's memory).
-MAX_IMPORT_BYTES = 1 << 30
+MAX_LINE_CHARS = 4 * MAX_ROW_CHARS  # longest line of an export read (a record, JSON-escaped, with its key)
 
 
 @dataclass(frozen=True)
@@ -156,22 +157,25 @@ class TuningDB(Store):
         only replaces a slower one of the same schedule; a tuning replaces the one stored."""
         try:
             with open(path, encoding="utf-8", errors="replace") as f:
-                text = f.read(MAX_IMPORT_BYTES + 1)  # a pipe or a device has no size to check first
+                return self._import_lines(path, bounded.lines(f, MAX_LINE_CHARS))
         except OSError as e:
             raise EngineError(f"cannot read {path}: {e.strerror}") from None
-        if len(text) > MAX_IMPORT_BYTES:
-            raise EngineError(f"{path}: over {MAX_IMPORT_BYTES / 2**20:.0f} MiB; a tuning database export is read up "
-                              f"to {MAX_IMPORT_BYTES / 2**20:.0f} MiB")
-        lines = text.splitlines()
+
+    def _import_lines(self, path: str, rows) -> tuple[int, int]:
+        first = next(rows, None)
         try:
-            head = json.loads(lines[0]) if lines else {}
+            head = json.loads(first) if first is not None else {}
         except ValueError:
             head = {}
         if not isinstance(head, dict) or head.get("format") != EXPORT_FORMAT:
             raise EngineError(f"{path}: not a tuning database export (`mlir-rl-tui tuning-db export` writes one)")
         taken = refused = 0
-        for line in lines[1:]:
+        for line in rows:
+            if line is not None and not line.strip():
+                continue
             try:
+                if line is None:
+                    raise ValueError("longer than a line of an export can be")
                 row = json.loads(line)
                 table, key, text, digest = row["table"], tuple(row["key"]), row["record"], row["checksum"]
                 if not all(isinstance(k, str) for k in key) or digest != checksum(key, text):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ctypes
 import fcntl
+import hashlib
 import json
 import os
 import sys
@@ -402,6 +403,15 @@ def handle(req: dict, out, baselines: _Baselines, watchdog: Watchdog | None = No
         compiled.free_result()
         return first, output
 
+    if req.get("mode") == "reference":  # engine.reference: the untransformed program's output, saved
+        try:
+            compiled, _ = compile_module(req["program"], None, False, req["func"], specs, res_spec, stages)
+            _, output = first_run(compiled)
+        except StageError as e:
+            return result("compile-error", error=str(e))
+        np.savez(req["reference_path"], output=output, seed=np.array(req["seed"]))
+        return result("ok")
+
     def prepare():
         """Baseline (jitted and kept), transform, compile, one checked run: (compiled, first run s,
         baseline to pair with, extra) or the result dict of a failure."""
@@ -568,8 +578,11 @@ def _against_torch(req: dict, output: np.ndarray) -> str:
         with np.load(path, allow_pickle=False) as z:
             ref = z["output"]
             ref_seed = int(z["seed"]) if "seed" in z.files else req["seed"]
+            of = str(z["program_sha256"]) if "program_sha256" in z.files else None
     except (OSError, KeyError, ValueError) as e:
         return f"cannot read PyTorch's reference {path}: {e}"
+    if of is not None and of != hashlib.sha256(req["program"].encode()).hexdigest():
+        return f"PyTorch's reference {path} belongs to another program text (import the model again)"
     if ref_seed != req["seed"]:
         return (f"PyTorch's reference {path} was computed on inputs seeded {ref_seed}; the engine's inputs are "
                 f"seeded {req['seed']}")

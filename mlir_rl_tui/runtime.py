@@ -6,6 +6,9 @@ kernel = runtime.load("matmul.so")        # reads matmul.so.json beside it
 c = kernel(a, b)                          # numpy arrays in, a numpy array out (torch tensors in: a tensor out)
 ```
 
+The library must be the one its `.so.json` describes (the description carries its sha256): a library beside
+another's description is refused in one line, as is a malformed description.
+
 The result is the buffer the kernel allocated, handed to numpy without a copy and freed with it. A call is
 one foreign call of two pointers: the library's C entry point builds the memref descriptors. A parallel
 kernel runs its OpenMP regions on GNU OpenMP (engine/kmpc_gomp.c), the runtime PyTorch's CPU build uses: in a
@@ -15,6 +18,7 @@ PyTorch process on PyTorch's own threads; `OMP_NUM_THREADS` or `torch.set_num_th
 from __future__ import annotations
 
 import ctypes
+import hashlib
 import json
 import os
 import sys
@@ -49,8 +53,9 @@ class Kernel:
                               "`mlir-rl-tui build`") from None
         except ValueError:
             raise KernelError(f"{meta_path}: not a kernel description (invalid JSON)") from None
-        if meta.get("format") != "mlir-rl-tui kernel 1":
+        if not isinstance(meta, dict) or meta.get("format") != "mlir-rl-tui kernel 1":
             raise KernelError(f"{meta_path}: not a kernel description of this version of mlir-rl-tui")
+        _check_library(path, meta_path, meta)
         if meta.get("runtime") == "openmp":  # a library linked with Intel's OpenMP runtime (older builds)
             os.environ.setdefault("KMP_AFFINITY", "granularity=fine,compact")
         try:
@@ -60,10 +65,12 @@ class Kernel:
             free = getattr(self.lib, meta["free"]) if meta.get("free") else _libc.free
         except (OSError, AttributeError) as e:
             raise KernelError(f"{path}: cannot load the kernel ({e})") from None
+        except (KeyError, TypeError) as e:
+            raise KernelError(f"{meta_path}: not a kernel description of this version ({e!r} is missing or "
+                              "malformed)") from None
         self.rt = rt
         self.meta = meta
-        self.args = [(tuple(s), _DTYPES[d]) for s, d in meta["args"]]
-        self.result_shape, self.result_dtype = tuple(meta["result"][0]), _DTYPES[meta["result"][1]]
+        self.args, (self.result_shape, self.result_dtype) = _signature(meta_path, meta)
         self.fn.restype = None
         self.fn.argtypes = [ctypes.c_void_p] * (1 + len(self.args))
         # descriptor types built once: a call only fills them (the bindings' helpers cost ~20 us a call)
@@ -166,6 +173,41 @@ class Kernel:
         return self.wrap(res[0].value, res[1].value, inputs)
 
 
+def _check_library(path: str, meta_path: str, meta: dict) -> None:
+    """The library at `path` is the one `meta` describes (its sha256): a description beside another library
+    would have native code called with another program's buffer sizes."""
+    want = meta.get("library_sha256")
+    if not isinstance(want, str):
+        raise KernelError(f"{meta_path}: the description names no library (built by an earlier version); "
+                          "build it again with `mlir-rl-tui build`")
+    h = hashlib.sha256()
+    try:
+        with open(path, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                h.update(block)
+    except OSError as e:
+        raise KernelError(f"{path}: cannot read the kernel ({e.strerror})") from None
+    if h.hexdigest() != want:
+        raise KernelError(f"{path}: not the library {os.path.basename(meta_path)} describes (its sha256 differs); "
+                          "keep each .so with its own .so.json, or build it again")
+
+
+def _signature(meta_path: str, meta: dict) -> tuple[list[tuple[tuple[int, ...], type]], tuple[tuple[int, ...], type]]:
+    """The arguments' and the result's (shape, numpy dtype) that `meta` states; a malformed field is one line."""
+
+    def one(entry, what: str) -> tuple[tuple[int, ...], type]:
+        if (not isinstance(entry, list) or len(entry) != 2 or not isinstance(entry[0], list)
+                or not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in entry[0])
+                or entry[1] not in _DTYPES):
+            raise KernelError(f"{meta_path}: {what} is not a [shape, element type] pair of this version")
+        return tuple(entry[0]), _DTYPES[entry[1]]
+
+    args = meta.get("args")
+    if not isinstance(args, list):
+        raise KernelError(f"{meta_path}: \"args\" is not a list of [shape, element type] pairs")
+    return [one(a, f"argument {i}") for i, a in enumerate(args)], one(meta.get("result"), "the result")
+
+
 def _owned_buffer_type(nbytes: int, free) -> type:
     """A ctypes byte array over a kernel's result that frees the kernel's allocation with `free` (the
     library's, which keeps the block for the next call) when it goes away."""
@@ -206,10 +248,11 @@ def load(path: str) -> Kernel:
     return Kernel(path)
 
 
-def verify(path: str, reference: str) -> str | None:
-    """Run the kernel on the seeded inputs PyTorch's output in `reference` (FILE.torch.npz, written by
-    `mlir-rl-tui import`) was computed on and compare them by the engine's own rule (engine.worker, the
-    tolerances of engine.config.MeasureConfig); an error line, or None when they agree."""
+def verify(path: str, reference: str, against: str = "PyTorch's result") -> str | None:
+    """Run the kernel on the seeded inputs the output in `reference` was computed on (FILE.torch.npz, written
+    by `mlir-rl-tui import`, or the untransformed program's, Engine.reference) and compare them by the
+    engine's own rule (engine.worker, the tolerances of engine.config.MeasureConfig); an error line naming
+    `against`, or None when they agree."""
     from mlir_rl_tui.engine.compile import random_inputs
     from mlir_rl_tui.engine.config import DEFAULT_MEASURE
     from mlir_rl_tui.engine.program import TensorSpec
@@ -221,14 +264,14 @@ def verify(path: str, reference: str) -> str | None:
     specs = [TensorSpec(tuple(s), d) for s, d in kernel.meta["args"]]
     out = kernel(*random_inputs(specs, seed))
     ok, why = _compare(out, ref, DEFAULT_MEASURE.rtol, DEFAULT_MEASURE.atol_scale)
-    return None if ok else f"against PyTorch's result: {why}"
+    return None if ok else f"against {against}: {why}"
 
 
-if __name__ == "__main__":  # python -m mlir_rl_tui.runtime verify LIB REF: what `tune` runs in a separate process
-    if len(sys.argv) != 4 or sys.argv[1] != "verify":
-        sys.exit("usage: python -m mlir_rl_tui.runtime verify LIB.so REFERENCE.torch.npz")
+if __name__ == "__main__":  # python -m mlir_rl_tui.runtime verify LIB REF [AGAINST]: run in a separate process
+    if len(sys.argv) not in (4, 5) or sys.argv[1] != "verify":
+        sys.exit("usage: python -m mlir_rl_tui.runtime verify LIB.so REFERENCE.npz [WHAT IT HOLDS]")
     try:
-        problem = verify(sys.argv[2], sys.argv[3])
+        problem = verify(*sys.argv[2:])
     except (KernelError, OSError, KeyError, ValueError) as e:
         problem = str(e).splitlines()[0] if str(e) else type(e).__name__
     if problem:

@@ -117,3 +117,70 @@ def test_a_parallel_kernel_splits_its_loops_right_for_any_team(tmp_path, cache_d
         got = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120,
                              env={**os.environ, "OMP_NUM_THREADS": threads})
         assert got.returncode == 0 and float(got.stdout) < 1e-3, (threads, got.stdout, got.stderr)
+
+
+def test_a_description_beside_another_library_is_refused_in_one_line(tmp_path, cache_dir):
+    """The `.so.json` carries its library's sha256: the matmul library with the add sample's description
+    beside it (both built here) is refused before any native call, as are malformed descriptions."""
+    from mlir_rl_tui import runtime
+
+    for name, schedule in (("matmul", "op0: T(8,32,1) V; op1: NT"), ("add", "op0: T(4,32) V")):
+        r = subprocess.run([sys.executable, "-m", "mlir_rl_tui", "build", str(SAMPLES / f"{name}.mlir"),
+                            "--schedule", schedule, "-o", str(tmp_path / f"{name}.so")],
+                           capture_output=True, text=True, timeout=180)
+        assert r.returncode == 0, r.stderr
+    desc = json.loads((tmp_path / "matmul.so.json").read_text())
+    assert len(desc["library_sha256"]) == 64
+    runtime.load(str(tmp_path / "matmul.so"))  # its own description: loads
+    (tmp_path / "matmul.so.json").write_text((tmp_path / "add.so.json").read_text())
+    with pytest.raises(runtime.KernelError, match="not the library matmul.so.json describes") as e:
+        runtime.load(str(tmp_path / "matmul.so"))
+    assert "\n" not in str(e.value)
+    for broken, match in (({k: v for k, v in desc.items() if k != "library_sha256"}, "names no library"),
+                          ({**desc, "args": [[[256, "x"], "f32"]]}, "argument 0 is not a"),
+                          ({**desc, "result": None}, "the result is not a"),
+                          ({**desc, "symbol": None}, "malformed"),
+                          ([1, 2], "not a kernel description")):
+        (tmp_path / "matmul.so.json").write_text(json.dumps(broken))
+        with pytest.raises(runtime.KernelError, match=match) as e:
+            runtime.load(str(tmp_path / "matmul.so"))
+        assert "\n" not in str(e.value)
+
+
+def test_a_mlir_library_is_checked_against_the_untransformed_program(tmp_path, cache_dir):
+    """Without PyTorch's reference beside the program, `build` runs the library against the untransformed
+    program's output on the same seeded inputs (Engine.reference) and says so."""
+    out = tmp_path / "add.so"
+    r = subprocess.run([sys.executable, "-m", "mlir_rl_tui", "build", str(SAMPLES / "add.mlir"), "--schedule",
+                        "op0: T(4,32) V", "-o", str(out), "--json"], capture_output=True, text=True, timeout=180)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["checked"] == "engine" and out.exists()
+
+
+def test_a_library_that_disagrees_with_its_reference_is_not_written(tmp_path, engine, matmul, monkeypatch):
+    """The untransformed program's output, doubled on its way to the check (a library computing something
+    else): the build fails in one line naming the reference and the file already at OUT is left as it was."""
+    from mlir_rl_tui.commands.common import build_checked
+    from mlir_rl_tui.engine import parse
+    from mlir_rl_tui.engine.errors import EngineError
+
+    real = engine.reference
+
+    def doubled(program, path):
+        real(program, path)
+        with np.load(path) as z:
+            output, seed = z["output"], z["seed"]
+        np.savez(path, output=2 * output, seed=seed)
+
+    out = tmp_path / "matmul.so"
+    out.write_bytes(b"the user's earlier library")
+    monkeypatch.setattr(engine, "reference", doubled)
+    with pytest.raises(EngineError, match="against the untransformed program's result") as e:
+        build_checked(engine, matmul, parse("op0: T(8,32,1) V; op1: NT"), str(out), str(SAMPLES / "matmul.mlir"))
+    assert "\n" not in str(e.value)
+    assert out.read_bytes() == b"the user's earlier library" and not (tmp_path / "matmul.so.json").exists()
+    assert [p.name for p in tmp_path.iterdir()] == ["matmul.so"]  # nothing half-written beside it
+    monkeypatch.setattr(engine, "reference", real)
+    desc, checked = build_checked(engine, matmul, parse("op0: T(8,32,1) V; op1: NT"), str(out),
+                                  str(SAMPLES / "matmul.mlir"))
+    assert checked == "engine" and desc["library_sha256"] and out.read_bytes() != b"the user's earlier library"

@@ -226,9 +226,11 @@ def test_export_and_import_refuse_tampered_lines(tmp_path, monkeypatch):
         b.import_file(str(tmp_path / "junk"))
     import mlir_rl_tui.engine.tuning_db as tdb
 
-    monkeypatch.setattr(tdb, "MAX_IMPORT_BYTES", len((tmp_path / "x.jsonl").read_bytes()) - 1)  # one byte over
-    with pytest.raises(EngineError, match="a tuning database export is read up to"):
-        TuningDB(str(tmp_path / "c.sqlite")).import_file(str(tmp_path / "x.jsonl"))
+    # an over-long line is read in pieces and refused (memory bound); the lines around it are taken
+    longest = max(len(ln) for ln in lines[1:])
+    monkeypatch.setattr(tdb, "MAX_LINE_CHARS", longest + 1)
+    (tmp_path / "y.jsonl").write_text("\n".join([lines[0], "x" * (3 * longest), *lines[1:]]) + "\n")
+    assert TuningDB(str(tmp_path / "c.sqlite")).import_file(str(tmp_path / "y.jsonl")) == (2, 2)
 
 
 def test_the_database_survives_kill_9_while_writing(tmp_path):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from mlir_rl_tui.commands.common import add_program, emit, library_file, make_engine
+from mlir_rl_tui.commands.common import add_program, build_checked, emit, library_file, make_engine
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -16,16 +16,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from mlir_rl_tui.engine import load_file, parse
-    from mlir_rl_tui.engine.native import build_library
 
     library_file(args.output, [args.file])
     prog = load_file(args.file)
     sched = parse(args.schedule)
     with make_engine(args) as eng:
-        desc = build_library(eng, prog, sched, args.output)
+        desc, checked = build_checked(eng, prog, sched, args.output, args.file)
     if args.json:
-        emit({"library": args.output, **desc})
+        emit({"library": args.output, **desc, "checked": checked})
     else:
-        print(f"{args.output}: {desc['symbol']} ({desc['runtime']}), schedule {desc['schedule'] or '(none)'}\n"
+        print(f"{args.output}: {desc['symbol']} ({desc['runtime']}), schedule {desc['schedule'] or '(none)'}, "
+              f"checked against {'PyTorch' if checked == 'PyTorch' else 'the untransformed program'}\n"
               f"from Python: from mlir_rl_tui import runtime; kernel = runtime.load({args.output!r})")
     return 0

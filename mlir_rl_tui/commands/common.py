@@ -323,3 +323,44 @@ def replacing(path: str) -> Iterator[str]:
 
 def fmt_speedup(s) -> str:
     return f"{s:.2f}x" if isinstance(s, int | float) else "-"
+
+
+def build_checked(eng, prog, schedule, out: str, program_path: str, extra: dict | None = None) -> tuple[dict, str]:
+    """Build `schedule` of `prog` into the library `out` (engine.native.build_library), run it before it takes
+    `out`'s place in a separate process (a crash cannot take this one down) and compare its result with
+    PyTorch's saved at import (PROGRAM.torch.npz) or, without one, the untransformed program's, run by the
+    engine on the same seeded inputs. A library that disagrees is not written (one-line EngineError naming
+    the reference) and `out` is left as it was. Returns the description and what it was checked against
+    ("PyTorch" or "engine")."""
+    import subprocess
+    import sys
+    import tempfile
+
+    from mlir_rl_tui.engine.errors import EngineError
+    from mlir_rl_tui.engine.native import build_library
+
+    torch_ref = program_path + ".torch.npz"
+    checked = "PyTorch" if os.path.exists(torch_ref) else "engine"
+    against = "PyTorch's result" if checked == "PyTorch" else "the untransformed program's result"
+    with tempfile.TemporaryDirectory(prefix="mlir-rl-check-") as tmp:
+        ref = torch_ref
+        if checked == "engine":
+            ref = os.path.join(tmp, "reference.npz")
+            try:
+                eng.reference(prog, ref)
+            except EngineError as e:
+                raise EngineError(f"cannot check the library: {e}") from None
+
+        def check(lib: str) -> str | None:
+            try:
+                p = subprocess.run([sys.executable, "-m", "mlir_rl_tui.runtime", "verify", lib, ref, against],
+                                   capture_output=True, text=True, timeout=600)
+            except subprocess.TimeoutExpired:
+                return "the library did not finish a run in 10 minutes"
+            if p.returncode != 0:
+                last = (p.stderr.strip().splitlines() or p.stdout.strip().splitlines() or [f"exit {p.returncode}"])[-1]
+                return f"the library failed its check: {last}"
+            return None
+
+        desc = build_library(eng, prog, schedule, out, extra=extra, check=check)
+    return desc, checked

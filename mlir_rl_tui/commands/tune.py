@@ -10,6 +10,7 @@ import time
 
 from mlir_rl_tui.commands.common import (
     CliError,
+    build_checked,
     checkpoint,
     emit,
     input_shape,
@@ -24,8 +25,9 @@ DESCRIPTION = """MODEL is a PyTorch module (FILE.py:NAME with --input for each i
 import`, which RUNS FILE.py: only files you trust) or a .mlir file. Each op starts from the best known schedule of
 its workload on this machine kind (the tuning database), the others from the policy's one pass; then the
 workloads not tuned before are hill-climbed, the most time first, until the minutes are spent. Ctrl-C stops
-the search and keeps the best schedule so far. The library is checked against PyTorch's output before it is
-reported."""
+the search and keeps the best schedule so far. The library is run and checked before it is written: against PyTorch's output saved at import, or, for a
+.mlir file without one, against the untransformed program's output on the same inputs (the report's
+"checked" says which)."""
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -66,7 +68,6 @@ def import_model(args: argparse.Namespace) -> tuple[str, dict]:
 
 def run(args: argparse.Namespace) -> int:
     from mlir_rl_tui.engine.loader import load_file
-    from mlir_rl_tui.engine.native import build_library
     from mlir_rl_tui.engine.tune import Tuner
     from mlir_rl_tui.progress import ProgressLine
 
@@ -114,10 +115,9 @@ def run(args: argparse.Namespace) -> int:
             extra = {"model": {"spec": args.model, "inputs": info.get("inputs"), "forward": info.get("forward")},
                      "tuned": {"ms": r.best.time_ms, "baseline_ms": r.baseline.time_ms, "machine": eng.machine}}
             # checked against the reference before it takes OUT's place: a library that fails leaves OUT as it was
-            desc = build_library(eng, prog, r.schedule, args.output, extra=extra,
-                                 check=lambda lib: verify_library(lib, path))
+            desc, checked = build_checked(eng, prog, r.schedule, args.output, path, extra=extra)
     out = {"library": args.output, "program": path, **r.to_json(), "interrupted": interrupted.is_set(),
-           "runtime": desc["runtime"], "checked": "PyTorch" if os.path.exists(path + ".torch.npz") else "engine"}
+           "runtime": desc["runtime"], "checked": checked}
     if args.json:
         emit(out)
         return 0
@@ -173,23 +173,3 @@ def report(r, out: str, interrupted: bool) -> str:
     lines.append(f"schedule: {r.schedule or '(none)'}")
     lines.append(f"from PyTorch: import mlir_rl_tui.torch; model = mlir_rl_tui.torch.load({out!r})")
     return "\n".join(lines)
-
-
-def verify_library(lib: str, program_path: str) -> str | None:
-    """Run the library on the program's seeded inputs in a separate process (a crash cannot take this one
-    down) and compare with PyTorch's output saved at import; None when it agrees (or has no reference)."""
-    import subprocess
-    import sys
-
-    ref = program_path + ".torch.npz"
-    if not os.path.exists(ref):
-        return None
-    try:
-        p = subprocess.run([sys.executable, "-m", "mlir_rl_tui.runtime", "verify", lib, ref],
-                           capture_output=True, text=True, timeout=600)
-    except subprocess.TimeoutExpired:
-        return "the library did not finish a run in 10 minutes"
-    if p.returncode != 0:
-        last = (p.stderr.strip().splitlines() or p.stdout.strip().splitlines() or [f"exit {p.returncode}"])[-1]
-        return f"the library failed its check: {last}"
-    return None
