@@ -13,6 +13,7 @@ The cache checks itself: a damaged cache never serves a wrong answer and never s
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import hashlib
 import json
@@ -28,10 +29,11 @@ from typing import Any, TypeVar
 from mlir_rl_tui.engine.errors import EngineError, warn
 
 ENGINE_VERSION = "8"  # bump when the pipeline or the measurement protocol changes
-SCHEMA = "2"  # bump when the tables change; a cache of another schema is moved aside
+SCHEMA = "2"  # bump when the tables change; a cache of another version's schema is left as it is (Store._beside)
 CACHE_FILE = "measurements.sqlite"
 #: How long an operation waits for a cache another process holds locked before going on without it.
 LOCK_WAIT_S = 2.0
+LOCK_RETRIES = 2  # a busy file is tried again this many times (each waiting LOCK_WAIT_S) before it is dropped
 #: Corrupted rows reported one line each, at most this many per cache (the rest are replaced silently).
 MAX_ROW_WARNINGS = 5
 
@@ -98,6 +100,22 @@ class Unusable(Exception):
     """The file cannot serve as this cache; str() says why (it goes into the warning)."""
 
 
+class _OtherSchema(Unusable):
+    """The file is a cache of another mlir-rl-tui version (its schema): left as it is, never moved aside."""
+
+
+_UNSAVED: dict[str, list] = {}  # path -> [the store's WHAT, writes not stored, why]
+
+
+def unsaved() -> str | None:
+    """One line naming what this process could not store (a store dropped after an error, or locked), or
+    None: a command ends non-zero with it (engine callers: mlir_rl_tui.commands.main)."""
+    if not _UNSAVED:
+        return None
+    parts = [f"{n} {what} row{'s' if n != 1 else ''} to {path} ({why})" for path, (what, n, why) in _UNSAVED.items()]
+    return "not saved: " + "; ".join(parts)
+
+
 class _Locked(Exception):
     """Another process holds the cache locked for longer than LOCK_WAIT_S."""
 
@@ -146,6 +164,7 @@ class Store:
         self.misses = 0
         self.corrupted = 0  # rows ignored because their checksum, JSON or fields were wrong
         self._lock = threading.Lock()
+        self.why = ""  # why the run goes on without the store (its first cause), when it does
         self.readonly = readonly
         self.db: sqlite3.Connection | None = (self._open_readonly() if readonly else
                                               self._open_named() if named else self._open())
@@ -171,6 +190,8 @@ class Store:
                 return self._connect()
             except _Locked:
                 return self._locked()
+            except _OtherSchema as e:  # another installed version's cache: this version keeps its own beside it
+                return self._beside(str(e))
             except Unusable:
                 pass
             try:
@@ -184,6 +205,21 @@ class Store:
             if not moved:
                 return None
         return self._without(f"{self.path} stays unusable after being replaced")
+
+    def _beside(self, reason: str) -> sqlite3.Connection | None:
+        """The file holds another version's schema: it is left as it is and this version uses a file of its
+        own schema's name beside it (FILE.schema-N.sqlite), so two installed versions never orphan each
+        other's rows."""
+        root, ext = os.path.splitext(self.path)
+        other = self.path
+        self.path = f"{root}.schema-{self.SCHEMA}{ext}"
+        warn(f"{self.WHAT} {other} {reason}: left as it is; this version uses {os.path.basename(self.path)}")
+        try:
+            return self._connect()
+        except _Locked:
+            return self._locked()
+        except Unusable as e:
+            return self._without(f"{self.path} {e}")
 
     def _connect(self) -> sqlite3.Connection:
         """A connection to a file that passed the checks and holds this schema, or Unusable / _Locked."""
@@ -220,6 +256,9 @@ class Store:
         if "meta" not in tables:
             raise Unusable("has an unknown schema (no version: an older mlir-rl-tui or another program)")
         row = db.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
+        if row is not None and isinstance(row[0], str) and row[0] != self.SCHEMA:
+            raise _OtherSchema(f"holds schema {row[0]!r} of another mlir-rl-tui version, this version uses "
+                               f"{self.SCHEMA!r}")
         if row is None or row[0] != self.SCHEMA:
             raise Unusable(f"has schema {row[0] if row else 'none'!r}, this version uses {self.SCHEMA!r}")
         for name, cols in self.COLUMNS.items():
@@ -321,6 +360,7 @@ class Store:
         return True
 
     def _without(self, reason: str) -> None:
+        self.why = reason
         warn(f"{reason}: this run continues without a {self.WHAT}")
         return None
 
@@ -329,23 +369,29 @@ class Store:
 
     # -- rows --------------------------------------------------------------------------------------
     def _run(self, fn: Callable[[sqlite3.Connection], T]) -> T | None:
-        """`fn(db)` under the lock; a cache that breaks or stays locked now is dropped for this run."""
+        """`fn(db)` under the lock. A busy file is tried again (each try waits LOCK_WAIT_S for the other
+        writer); a cache that breaks, or stays locked through the retries, is dropped for this run (its
+        unsaved writes are counted: `unsaved`)."""
         with self._lock:
             if self.db is None:
                 return None
-            try:
-                return fn(self.db)
-            except sqlite3.Error as e:
+            for attempt in range(LOCK_RETRIES + 1):
                 try:
-                    self.db.close()
-                except sqlite3.Error:
-                    pass
-                self.db = None
-                if _is_locked(e):
-                    self._locked()
-                else:
-                    self._without(f"{self.WHAT} {self.path} failed ({e})")
-                return None
+                    return fn(self.db)
+                except sqlite3.Error as e:
+                    err = e
+                    if not (_is_locked(e) and attempt < LOCK_RETRIES):
+                        break
+                    with contextlib.suppress(sqlite3.Error):
+                        self.db.rollback()
+            with contextlib.suppress(sqlite3.Error):
+                self.db.close()
+            self.db = None
+            if _is_locked(err):
+                self._locked()
+            else:
+                self._without(f"{self.WHAT} {self.path} failed ({err})")
+            return None
 
     def _read(self, table: str, value_col: str, key: dict[str, str], parse: Callable[[Any], T] | None,
               what: str) -> T | None:
@@ -383,8 +429,11 @@ class Store:
     def _write(self, table: str, key: dict[str, str], value: dict) -> None:
         text = canonical(value)
         row = (*key.values(), text, checksum(tuple(key.values()), text), time.time())
-        self._run(lambda db: (db.execute(f"INSERT OR REPLACE INTO {table} VALUES ({', '.join('?' * len(row))})",
-                                         row), db.commit()))
+        done = self._run(lambda db: (db.execute(f"INSERT OR REPLACE INTO {table} VALUES "
+                                                f"({', '.join('?' * len(row))})", row), db.commit()))
+        if done is None and not self.readonly:  # not stored: the command says so at its end (unsaved)
+            entry = _UNSAVED.setdefault(self.path, [self.WHAT, 0, self.why or "no store"])
+            entry[1] += 1
 
     def close(self) -> None:
         with self._lock:

@@ -249,6 +249,10 @@ class Engine:
             if use_cache and self.reuse and prev is not None and prev.status not in ("wrong-result", *TRANSIENT):
                 prev.cached = True
                 return self._place(program, prev, parallel)
+            if use_cache and self.reuse and prev is None:
+                imported = self._imported(program, schedule, text, check, on_progress)
+                if imported is not None:
+                    return self._place(program, imported, parallel)
         base = None
         if text:
             # the baseline alone gets half the time left: the schedule's timing pairs it again
@@ -295,6 +299,27 @@ class Engine:
                 and m.status not in TRANSIENT:
             self.cache.put(cache_key(program), text, self.machine, m.to_record())
         return m
+
+    def _imported(self, program: Program, schedule: Schedule, text: str, check: bool,
+                  on_progress: Callable | None) -> Measurement | None:
+        """A figure imported for this machine (engine.measurement_file: `dataset import --as-this-machine`),
+        served only once this engine has compiled, run and checked the schedule here: the first lookup
+        validates it (Engine.validate) and files it as validated; a schedule that does not validate is
+        measured here instead (None), whatever the file said. None too when nothing was imported for it."""
+        from mlir_rl_tui.engine.measurement_file import IMPORTED, VALIDATED
+
+        key = cache_key(program)
+        done = self.cache.get(key, text, self.machine + VALIDATED, parse=Measurement.from_record)
+        if done is None:
+            got = self.cache.get(key, text, self.machine + IMPORTED, parse=Measurement.from_record)
+            if got is None or not got.ok or not text:  # a failure, or the baseline: measured here
+                return None
+            if text and not self.validate(program, schedule, check=check, on_progress=on_progress).ok:
+                return None
+            self.cache.put(key, text, self.machine + VALIDATED, got.to_record())
+            done = got
+        done.cached = True
+        return done
 
     def _place(self, program: Program, m: Measurement, parallel: bool,
                on_progress: Callable | None = None) -> Measurement:

@@ -10,6 +10,11 @@ from mlir_rl_tui.engine import bounded
 from mlir_rl_tui.engine.errors import EngineError
 
 MEASUREMENTS_FORMAT = "mlir-rl-tui measurements 1"
+#: Who made a cached row, by its machine key: `M` measured by this engine on machine M; `M#imported` taken
+#: from a measurement file as M's (`dataset import --as-this-machine`), not checked here; `M#validated` such a
+#: row whose schedule this engine has since compiled, run and checked here once (Engine.measure serves
+#: only those two: an imported figure ranks, a validated one is served as a result).
+IMPORTED, VALIDATED = "#imported", "#validated"
 MAX_MEASUREMENT_ROWS = 1_000_000
 MAX_ROW_CHARS = 1 << 20  # longest line read (a row is a few hundred characters: key, times, flags)
 
@@ -80,8 +85,9 @@ def import_measurements(cache, path: str, as_machine: str | None = None) -> tupl
     """Put the rows of a measurement file into the cache: (imported, already there, refused). A row the
     cache already has for its key is kept as it is (this machine's own measurement wins); a row that is not
     a measurement this engine stores (fields, status, times), or whose schedule does not parse, is refused.
-    `as_machine`: every row is filed under this machine fingerprint instead of its own (timings of another
-    machine of the same kind used as this one's: the caller says so, and `same_kind` checks it); rows of
+    `as_machine`: every row is filed as imported for this machine fingerprint (`as_machine + IMPORTED`) instead
+    of under its own (timings of another machine of the same kind used as this one's: the caller says so,
+    `same_kind` checks it, and the engine validates each schedule here before serving its figure); rows of
     another engine version are refused then, since their times belong to another pipeline."""
     new = old = bad = 0
     for row in read_measurements(path, version_must_match=as_machine is not None):
@@ -89,7 +95,11 @@ def import_measurements(cache, path: str, as_machine: str | None = None) -> tupl
             bad += 1
             continue
         sha, text, mach, result = row
-        mach = as_machine or mach
+        if as_machine is not None:  # filed as imported: served only once this engine has checked it here
+            if any(cache.get(sha, text, as_machine + tag) is not None for tag in ("", VALIDATED)):
+                old += 1
+                continue
+            mach = as_machine + IMPORTED
         if cache.get(sha, text, mach) is not None:
             old += 1
             continue

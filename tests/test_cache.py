@@ -15,7 +15,7 @@ import time
 import pytest
 from conftest import SAMPLES
 
-from mlir_rl_tui.engine.cache import CACHE_FILE, LOCK_WAIT_S, SCHEMA, Cache, canonical, checksum
+from mlir_rl_tui.engine.cache import CACHE_FILE, LOCK_RETRIES, LOCK_WAIT_S, SCHEMA, Cache, canonical, checksum
 from mlir_rl_tui.engine.engine import Measurement, peaks_from_record
 
 SCHED = "op0: T(8,32,1) V"
@@ -168,7 +168,25 @@ def _newer_schema(path: str) -> None:
 
 
 BROKEN_FILES = {"garbage bytes": _garbage, "truncated": _truncated, "read-only": _read_only,
-                "foreign schema": _foreign, "old schema": _old_schema, "newer schema": _newer_schema}
+                "foreign schema": _foreign, "old schema": _old_schema}
+
+
+def test_a_cache_of_another_versions_schema_is_left_as_it_is(tmp_path, capsys):
+    """Two installed versions sharing ~/.cache: the other version's file is not moved aside (it would orphan
+    that version's rows on every run of each); this version keeps its rows in a file of its schema's name."""
+    path = str(tmp_path / CACHE_FILE)
+    _filled(path)
+    _newer_schema(path)
+    before = open(path, "rb").read()
+    c = Cache(path)
+    (line,) = warnings(capsys.readouterr().err)
+    assert "another mlir-rl-tui version" in line and "left as it is" in line
+    assert c.usable and c.path.endswith(f".schema-{SCHEMA}.sqlite") and len(c) == 0
+    c.put(*KEY, measurement().to_record())
+    c.close()
+    assert open(path, "rb").read() == before and not [f for f in os.listdir(tmp_path) if ".broken-" in f]
+    again = Cache(path)
+    assert again.get(*KEY, parse=Measurement.from_record) == measurement()
 
 
 def _filled(path: str) -> None:
@@ -266,8 +284,8 @@ def test_a_cache_locked_while_in_use_is_dropped_for_the_run(tmp_path, capsys):
     c = Cache(path)
     with Locker(path, "write"):
         t0 = time.monotonic()
-        c.put(*KEY, measurement().to_record())  # waits LOCK_WAIT_S, warns, goes on
-        assert time.monotonic() - t0 < LOCK_WAIT_S + 5
+        c.put(*KEY, measurement().to_record())  # waits LOCK_WAIT_S a try, warns, goes on
+        assert time.monotonic() - t0 < LOCK_WAIT_S * (LOCK_RETRIES + 1) + 5
         assert not c.usable and c.get(*KEY) is None
     (line,) = warnings(capsys.readouterr().err)
     assert "locked by another process" in line
@@ -398,3 +416,21 @@ def test_apply_answers_warns_once_and_the_cache_works_again(cli, good_cache, tmp
     code, again, err = cli(*APPLY)  # and the cache works again afterwards: the answer is stored
     assert code == 0 and err == []
     assert again["cached"] and again["status"] == "ok" and len(cli.roofline_measured) <= 1
+
+
+def test_a_command_whose_cache_stayed_locked_ends_non_zero_saying_what_was_not_saved(tmp_path):
+    """`apply` with another process holding the measurement cache's write lock throughout: the figure is
+    printed, but the command exits 1 with one line naming the rows not stored and the file."""
+    from conftest import SAMPLES
+
+    folder = tmp_path / "cache"
+    folder.mkdir()
+    path = str(folder / CACHE_FILE)
+    Cache(path).close()
+    env = {**os.environ, "MLIR_RL_TUI_CACHE": str(folder)}
+    with Locker(path, "write"):
+        r = subprocess.run([sys.executable, "-m", "mlir_rl_tui", "apply", str(SAMPLES / "add.mlir"),
+                            "--schedule", "op0: T(4,32) V"], capture_output=True, text=True, timeout=300, env=env)
+    last = r.stderr.strip().splitlines()[-1]
+    assert r.returncode == 1 and "ms" in r.stdout, (r.stdout, r.stderr)
+    assert last.startswith("mlir-rl-tui: error: not saved:") and path in last and "locked by another process" in last

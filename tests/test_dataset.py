@@ -14,6 +14,7 @@ from mlir_rl_tui.engine import dataset as ds
 from mlir_rl_tui.engine import load, load_file
 from mlir_rl_tui.engine import measurement_file as mf
 from mlir_rl_tui.engine.samples import program
+from mlir_rl_tui.engine.schedule import ScheduleError, to_text
 
 
 @pytest.mark.parametrize("op", ds.SINGLE_OPS)
@@ -151,7 +152,7 @@ def test_import_as_this_machine_refuses_another_kind_of_machine(engine, tmp_path
     assert Cache().get(relu.sha256, "", machine_key()) is None
     assert main(["dataset", "import", write("same.jsonl.gz", 1.0), "--as-this-machine"]) == 0
     assert "the same kind" in capsys.readouterr().out
-    assert Cache().get(relu.sha256, "", machine_key()) is not None
+    assert Cache().get(relu.sha256, "", machine_key() + mf.IMPORTED) is not None
 
 
 def test_measurements_travel_to_another_cache_and_back(engine, add, tmp_path, monkeypatch, capsys):
@@ -182,8 +183,9 @@ def test_measurements_travel_to_another_cache_and_back(engine, add, tmp_path, mo
     got = dst.get(add.sha256, "op0: T(1,64) V", "other-machine", parse=Measurement.from_record)
     assert got is not None and got.speedup == m.speedup
     assert dst.get(add.sha256, "op0: V", "other-machine") is None
-    assert main(["dataset", "import", f, "--as-this-machine"]) == 0
-    assert dst.get(add.sha256, "op0: T(1,64) V", machine_key(), parse=Measurement.from_record) is not None
+    assert main(["dataset", "import", f, "--as-this-machine"]) == 0  # filed as imported, not as measured here
+    assert dst.get(add.sha256, "op0: T(1,64) V", machine_key() + mf.IMPORTED,
+                   parse=Measurement.from_record) is not None
     assert main(["dataset", "import", f]) == 0
     assert "0 measurements imported" in capsys.readouterr().out
 
@@ -216,3 +218,40 @@ def test_the_measurement_files_in_data_are_whole_and_of_this_engine_version():
         rows = list(mf.read_measurements(str(path), version_must_match=True))
         assert None not in rows and len(rows) == header["rows"] > 1000, path.name
         assert samples <= {sha for sha, text, _, _ in rows if text == ""}, path.name
+
+
+def test_a_forged_imported_row_is_not_served_before_this_engine_validates_it(engine, add, tmp_path, monkeypatch):
+    """A measurement file may claim anything: imported as this machine's, a row for a schedule is served
+    only after this engine compiled, ran and checked that schedule here (once, then filed as validated). A
+    forged tiny time for a schedule that does not even compile is measured here instead; a forged tiny time
+    for a schedule that validates is served as the file's figure, marked cached, and the validation is kept."""
+    from mlir_rl_tui.engine import parse
+    from mlir_rl_tui.engine.cache import Cache
+    from mlir_rl_tui.engine.engine import Engine, Measurement
+
+    cache = Cache(str(tmp_path / "measurements.sqlite"))
+    eng = Engine(config=engine.config, cache=cache)
+    try:
+        base = eng.baseline(add)
+        forged = Measurement(status="ok", schedule="", time_ms=base.time_ms / 1000, baseline_ms=base.time_ms,
+                             speedup=1000.0).to_record()
+        bad, good = "op0: T(7,32) V", "op0: T(4,32) V"  # 7 does not divide the add's rows: refused
+        for text in (bad, good):
+            cache.put(add.sha256, text, eng.machine + mf.IMPORTED, {**forged, "schedule": text})
+        validated = []
+        real = Engine.validate
+
+        def counting(self, program, schedule, **kw):
+            validated.append(to_text(schedule))
+            return real(self, program, schedule, **kw)
+
+        monkeypatch.setattr(Engine, "validate", counting)
+        with pytest.raises(ScheduleError, match="does not divide"):  # not served: the schedule is checked first
+            eng.measure(add, parse(bad))
+        g = eng.measure(add, parse(good))
+        assert g.ok and g.cached and g.speedup == 1000.0  # the file's figure, now that it was checked here
+        assert cache.get(add.sha256, good, eng.machine + mf.VALIDATED) is not None
+        again = eng.measure(add, parse(good))
+        assert again.cached and validated.count(good) == 1  # validated once
+    finally:
+        eng.close()

@@ -173,7 +173,8 @@ def main(argv: list[str] | None = None) -> int:
         if not hasattr(args, "handler"):
             parser.print_help()
             return 2
-        return args.handler(args)
+        code = args.handler(args)
+        return _saved(code)
     except KeyboardInterrupt:
         return fail("interrupted", 130)
     except BrokenPipeError:
@@ -184,3 +185,14 @@ def main(argv: list[str] | None = None) -> int:
         if os.environ.get("MLIR_RL_TUI_DEBUG"):
             raise
         return fail(f"internal error ({type(e).__name__}): {str(e).splitlines()[0] if str(e) else ''}", 1)
+
+
+def _saved(code: int) -> int:
+    """A command whose results could not all be stored (a cache or database dropped after an error, or
+    locked) ends non-zero with one line saying what was not saved, even when its own work succeeded."""
+    from mlir_rl_tui.engine.cache import unsaved
+
+    lost = unsaved()
+    if lost is None:
+        return code
+    return fail(lost, code or 1)

@@ -155,8 +155,9 @@ def check_same_kind(path: str) -> None:
     with Engine() as eng:  # the cache's timing lock; same_kind's timings are not stored
         ratio, each = mf.same_kind(eng, path)
     if ratio is None:
-        print(f"{path}: no sample's untransformed code is timed in it: whether this machine is its kind is unchecked")
-        return
+        raise CliError(f"{path}: not imported as this machine's: no shipped sample's untransformed code is timed "
+                       "in it, so whether this machine is its kind cannot be checked (import it without "
+                       "--as-this-machine to keep its rows under their own machine)")
     detail = ", ".join(f"{name} {r:.2f}x" for name, r in each)
     if not 1 / mf.SAME_KIND_TOLERANCE <= ratio <= mf.SAME_KIND_TOLERANCE:
         raise CliError(f"{path}: not imported: this machine times the samples' untransformed code {ratio:.2f}x the "
