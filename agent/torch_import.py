@@ -12,7 +12,6 @@ validates) can be checked against PyTorch, not only against itself (`check_again
 
 from __future__ import annotations
 
-import contextlib
 import importlib.util
 import os
 import re
@@ -164,29 +163,20 @@ def import_module(spec, inputs: list[str], out: str, seed: int = 0, passes: tupl
 
 def _write_pair(out: str, text: str, output: np.ndarray, seed: int) -> None:
     """OUT.mlir and its reference OUT.mlir.torch.npz, each written beside its name, synced and renamed over it
-    (reference first): a failed or killed import leaves no cut file. The reference holds the sha256 of the
-    program text it belongs to, so a reader that finds a new reference beside an old program (a kill between
-    the two renames) refuses the pair instead of checking against the wrong output."""
+    (engine.atomic; the reference first): a failed or killed import leaves no cut file. The reference holds
+    the sha256 of the program text it belongs to, so a reader that finds a new reference beside an old
+    program (a kill between the two renames) refuses the pair instead of checking against the wrong output."""
+    from mlir_rl_tui.engine import atomic
     from mlir_rl_tui.engine.program import sha256_text
 
-    parts = [(f"{out}.{os.getpid()}.tmp.npz", out + ".torch.npz"), (f"{out}.{os.getpid()}.tmp", out)]
     try:
-        with open(parts[0][0], "wb") as f:
-            np.savez(f, output=output, seed=np.array(seed), program_sha256=np.array(sha256_text(text)))
-            f.flush()
-            os.fsync(f.fileno())
-        with open(parts[1][0], "w") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        for tmp, final in parts:
-            os.replace(tmp, final)
+        with atomic.replacing(out) as prog_tmp, atomic.replacing(out + ".torch.npz") as ref_tmp:
+            with open(ref_tmp, "wb") as f:
+                np.savez(f, output=output, seed=np.array(seed), program_sha256=np.array(sha256_text(text)))
+            with open(prog_tmp, "w", encoding="utf-8") as f:
+                f.write(text)
     except OSError as e:
-        raise EngineError(f"cannot write {out}: {e.strerror}") from None
-    finally:
-        for tmp, _ in parts:
-            with contextlib.suppress(OSError):
-                os.remove(tmp)
+        raise EngineError(f"cannot write {out}: {e.strerror or e}") from None
 
 
 def forward_names(model, n: int) -> list[str]:

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from mlir_rl_tui.adapter import Adapter, Suggestion
-from mlir_rl_tui.engine import Action, EngineError, Measurement, Program, Session, parse, to_text
+from mlir_rl_tui.engine import Action, EngineError, Measurement, Program, Session, atomic, parse, to_text
 from mlir_rl_tui.engine.actions import flat_mask
 from mlir_rl_tui.engine.trace import TraceRecorder, TraceStep
 
@@ -239,14 +239,14 @@ class Workspace:
             "schedule.txt": to_text(session.schedule) + "\n",
         }
         files = []
-        for name, text in outputs.items():
-            with open(os.path.join(folder, name), "w", encoding="utf-8") as f:
-                f.write(text)
+        for name, text in outputs.items():  # each replaced whole (engine.atomic): never a cut file
+            atomic.write_text(os.path.join(folder, name), text)
             files.append(name)
-        with TraceRecorder(os.path.join(folder, "trace.jsonl")) as rec:
-            for st in self.steps:
-                if st.action is not None:
-                    m = self.measurements.get(st.schedule)
-                    rec.measured(self._record(rec, st), m.to_json() if m is not None else None)
+        with atomic.replacing(os.path.join(folder, "trace.jsonl")) as tmp:  # this path's trace, not appended
+            with TraceRecorder(tmp) as rec:
+                for st in self.steps:
+                    if st.action is not None:
+                        m = self.measurements.get(st.schedule)
+                        rec.measured(self._record(rec, st), m.to_json() if m is not None else None)
         files.append("trace.jsonl")
         return files

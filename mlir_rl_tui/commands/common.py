@@ -10,7 +10,6 @@ import contextlib
 import json
 import math
 import os
-import shutil
 import sys
 from collections.abc import Callable, Iterable, Iterator
 
@@ -292,33 +291,22 @@ def trace_file(path: str, inputs: Iterable[str] = ()) -> str:
 
 @contextlib.contextmanager
 def replacing(path: str) -> Iterator[str]:
-    """A temporary file name beside `path` for the block to write. When the block ends without an
-    exception that file takes `path`'s place in one step (os.replace, with `path`'s permissions; a link is
-    followed: its target is replaced); otherwise it is removed, so a failed or interrupted command leaves
-    `path` as it was. A `path` that exists and is not a regular file (a device such as /dev/null, a pipe) is
-    written directly.
-    An OSError inside becomes a one-line CliError, and a user error (CliError, EngineError) whose message
-    names the temporary file names `path` instead."""
-    direct = os.path.exists(path) and not os.path.isfile(path)
-    final = os.path.realpath(path) if os.path.islink(path) else path
-    folder, base = os.path.split(final)
-    tmp = path if direct else os.path.join(folder, f".{base}.{os.getpid()}.tmp")
+    """engine.atomic.replacing for a command: a temporary file beside `path` that takes its place (synced, in
+    one step) when the block ends without an exception, else is removed, leaving `path` as it was. An OSError
+    inside becomes a one-line CliError, and a user error (CliError, EngineError) whose message names the
+    temporary file names `path` instead."""
+    from mlir_rl_tui.engine import atomic
+
+    tmp = path
     try:
-        yield tmp
-        if not direct:
-            if os.path.exists(final):  # the file keeps its permissions
-                shutil.copymode(final, tmp)
-            os.replace(tmp, final)
+        with atomic.replacing(path) as tmp:
+            yield tmp
     except OSError as e:
         raise CliError(f"cannot write {path}: {e.strerror or e}") from None
     except Exception as e:
-        if user_error(e) and not direct and tmp in str(e):
+        if user_error(e) and tmp != path and tmp in str(e):
             raise CliError(str(e).replace(tmp, path)) from None
         raise
-    finally:
-        if not direct:
-            with contextlib.suppress(OSError):
-                os.remove(tmp)
 
 
 def fmt_speedup(s) -> str:

@@ -4,6 +4,7 @@ tuning database (engine.tune), built into a library PyTorch code can call (mlir_
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import threading
 import time
@@ -62,67 +63,99 @@ def import_model(args: argparse.Namespace) -> tuple[str, dict]:
         raise CliError(f"importing from PyTorch needs torch and torch-mlir: pip install 'mlir-rl-tui[import]' "
                        f"({e})") from None
     out = os.path.splitext(args.output)[0] + ".mlir"
-    info = import_module(args.model, args.input, out, passes=parse_passes("all"))
-    return out, info
+    info = import_module(args.model, args.input, staged(out), passes=parse_passes("all"))
+    return staged(out), info
+
+
+def staged(out: str) -> str:
+    """Where `tune` imports OUT.mlir (and its reference) while it works: beside it, taking OUT.mlir's place
+    only with the library, so a tune that fails or is killed leaves the OUT.mlir that was there."""
+    folder, name = os.path.split(out)
+    return os.path.join(folder, f".{name}.{os.getpid()}.tuning.mlir")
+
+
+def publish(staging: str, out: str) -> None:
+    """The imported program and its reference take OUT.mlir's place, the reference first (it names its
+    program's sha256: a reader never takes a new reference for the old program)."""
+    os.replace(staging + ".torch.npz", out + ".torch.npz")
+    os.replace(staging, out)
 
 
 def run(args: argparse.Namespace) -> int:
-    from mlir_rl_tui.engine.loader import load_file
-    from mlir_rl_tui.engine.tune import Tuner
     from mlir_rl_tui.progress import ProgressLine
 
     model_file = args.model.rsplit(":", 1)[0] if ".py:" in args.model else args.model
     library_file(args.output, [model_file])  # before the minutes of tuning; and the imported program beside it
-    if ".py:" in args.model:
-        output_file(os.path.splitext(args.output)[0] + ".mlir", [model_file, args.output])
+    imported = ".py:" in args.model
+    final = os.path.splitext(args.output)[0] + ".mlir" if imported else args.model
+    if imported:
+        output_file(final, [model_file, args.output])
     db = open_tuning_db(args.db)
     with ProgressLine() as line:
-        line.update(f"tune: importing {args.model}" if ".py:" in args.model else f"tune: loading {args.model}")
+        line.update(f"tune: importing {args.model}" if imported else f"tune: loading {args.model}")
         path, info = import_model(args)
-        prog = load_file(path)
-        interrupted = threading.Event()
-        with make_engine(args) as eng:
-
-            def start():  # the policy's one pass, for the ops the database does not cover
-                if args.no_policy:
-                    return None
-                line.update("tune: the policy's one pass")
-                return policy_start(args, prog, eng)
-
-            tuner = Tuner(eng, prog, db, args.minutes * 60, start, args.seed,
-                          on_progress=lambda t: line.update(progress_text(t)), cancel=interrupted,
-                          continue_cut=args.continue_cut)
-            box: dict = {}
-
-            def work() -> None:
-                try:
-                    box["result"] = tuner.run()
-                except BaseException as e:  # noqa: BLE001 - raised again in the command's thread
-                    box["error"] = e
-
-            th = threading.Thread(target=work, daemon=True, name="tune")
-            th.start()
-            while th.is_alive():
-                try:
-                    th.join(0.2)
-                except KeyboardInterrupt:
-                    interrupted.set()
-                    line.update("tune: stopping (keeping the best schedule so far)")
-            if "error" in box:
-                raise box["error"]
-            r = box["result"]
-            line.update("tune: building the library")
-            extra = {"model": {"spec": args.model, "inputs": info.get("inputs"), "forward": info.get("forward")},
-                     "tuned": {"ms": r.best.time_ms, "baseline_ms": r.baseline.time_ms, "machine": eng.machine}}
-            # checked against the reference before it takes OUT's place: a library that fails leaves OUT as it was
-            desc, checked = build_checked(eng, prog, r.schedule, args.output, path, extra=extra)
-    out = {"library": args.output, "program": path, **r.to_json(), "interrupted": interrupted.is_set(),
+        try:
+            r, desc, checked, interrupted = _tune(args, db, line, path, info)
+            if imported:
+                publish(path, final)  # with the library: both or neither are the new ones
+        finally:
+            if imported:  # a staged import not published (a failure, Ctrl-C at import): nothing left of it
+                for f in (path + ".torch.npz", path):
+                    with contextlib.suppress(OSError):
+                        os.remove(f)
+    out = {"library": args.output, "program": final, **r.to_json(), "interrupted": interrupted,
            "runtime": desc["runtime"], "checked": checked}
     if args.json:
         emit(out)
         return 0
-    print(report(r, args.output, interrupted.is_set()))
+    print(report(r, args.output, interrupted))
     return 0
+
+
+def _tune(args: argparse.Namespace, db, line, path: str, info: dict):
+    """Tune the program at `path` and build its checked library: (TuneResult, the library's description,
+    what it was checked against, whether Ctrl-C stopped the search)."""
+    from mlir_rl_tui.engine.loader import load_file
+    from mlir_rl_tui.engine.tune import Tuner
+
+    prog = load_file(path)
+    interrupted = threading.Event()
+    with make_engine(args) as eng:
+
+        def start():  # the policy's one pass, for the ops the database does not cover
+            if args.no_policy:
+                return None
+            line.update("tune: the policy's one pass")
+            return policy_start(args, prog, eng)
+
+        tuner = Tuner(eng, prog, db, args.minutes * 60, start, args.seed,
+                      on_progress=lambda t: line.update(progress_text(t)), cancel=interrupted,
+                      continue_cut=args.continue_cut)
+        box: dict = {}
+
+        def work() -> None:
+            try:
+                box["result"] = tuner.run()
+            except BaseException as e:  # noqa: BLE001 - raised again in the command's thread
+                box["error"] = e
+
+        th = threading.Thread(target=work, daemon=True, name="tune")
+        th.start()
+        while th.is_alive():
+            try:
+                th.join(0.2)
+            except KeyboardInterrupt:
+                interrupted.set()
+                line.update("tune: stopping (keeping the best schedule so far)")
+        if "error" in box:
+            raise box["error"]
+        r = box["result"]
+        line.update("tune: building the library")
+        extra = {"model": {"spec": args.model, "inputs": info.get("inputs"), "forward": info.get("forward")},
+                 "tuned": {"ms": r.best.time_ms, "baseline_ms": r.baseline.time_ms, "machine": eng.machine}}
+        # checked against the reference before it takes OUT's place: a library that fails leaves OUT as it was
+        desc, checked = build_checked(eng, prog, r.schedule, args.output, path, extra=extra)
+    return r, desc, checked, interrupted.is_set()
 
 
 def policy_start(args: argparse.Namespace, prog, eng):
