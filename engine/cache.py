@@ -165,6 +165,7 @@ class Store:
         self.corrupted = 0  # rows ignored because their checksum, JSON or fields were wrong
         self._lock = threading.Lock()
         self.why = ""  # why the run goes on without the store (its first cause), when it does
+        self._batch = False  # inside transaction(): writes are committed at its end
         self.readonly = readonly
         self.db: sqlite3.Connection | None = (self._open_readonly() if readonly else
                                               self._open_named() if named else self._open())
@@ -430,10 +431,27 @@ class Store:
         text = canonical(value)
         row = (*key.values(), text, checksum(tuple(key.values()), text), time.time())
         done = self._run(lambda db: (db.execute(f"INSERT OR REPLACE INTO {table} VALUES "
-                                                f"({', '.join('?' * len(row))})", row), db.commit()))
+                                                f"({', '.join('?' * len(row))})", row),
+                                     None if self._batch else db.commit()))
         if done is None and not self.readonly:  # not stored: the command says so at its end (unsaved)
             entry = _UNSAVED.setdefault(self.path, [self.WHAT, 0, self.why or "no store"])
             entry[1] += 1
+
+    @contextlib.contextmanager
+    def transaction(self):
+        """The block's writes in one transaction (an import): committed together when it ends, none of them
+        when it raises or the store fails meanwhile (the unsaved writes are counted as for any write)."""
+        self._batch = True
+        try:
+            yield self
+        except BaseException:
+            self._batch = False
+            if self.db is not None:
+                with contextlib.suppress(sqlite3.Error):
+                    self.db.rollback()
+            raise
+        self._batch = False
+        self._run(lambda db: db.commit())
 
     def close(self) -> None:
         with self._lock:

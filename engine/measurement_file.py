@@ -89,6 +89,11 @@ def import_measurements(cache, path: str, as_machine: str | None = None) -> tupl
     of under its own (timings of another machine of the same kind used as this one's: the caller says so,
     `same_kind` checks it, and the engine validates each schedule here before serving its figure); rows of
     another engine version are refused then, since their times belong to another pipeline."""
+    with cache.transaction():  # all or nothing: a file refused half-way (EngineError) imports no row
+        return _import_rows(cache, path, as_machine)
+
+
+def _import_rows(cache, path: str, as_machine: str | None) -> tuple[int, int, int]:
     new = old = bad = 0
     for row in read_measurements(path, version_must_match=as_machine is not None):
         if row is None:

@@ -156,7 +156,7 @@ class TuningDB(Store):
         """Merge an exported file: (lines taken, lines refused: checksum, fields or JSON wrong). A record
         only replaces a slower one of the same schedule; a tuning replaces the one stored."""
         try:
-            with open(path, encoding="utf-8", errors="replace") as f:
+            with open(path, encoding="utf-8", errors="replace") as f, self.transaction():  # all or nothing
                 return self._import_lines(path, bounded.lines(f, MAX_LINE_CHARS))
         except OSError as e:
             raise EngineError(f"cannot read {path}: {e.strerror}") from None

@@ -72,3 +72,24 @@ def test_a_megabyte_schedule_is_refused_in_one_short_line():
     with pytest.raises(ScheduleError) as e:
         parse("op0: " + "Q" * 100_000)
     assert len(str(e.value)) < 300  # the offending part is quoted clipped, not whole
+
+
+def test_an_import_refused_half_way_stores_none_of_its_rows(tmp_path):
+    """A measurement file whose first row is good and whose second is a gzip bomb: one transaction, so the
+    refusal leaves the cache as it was (no first row either)."""
+    from mlir_rl_tui.engine.cache import ENGINE_VERSION, Cache
+    from mlir_rl_tui.engine.engine import Measurement
+    from mlir_rl_tui.engine.measurement_file import MEASUREMENTS_FORMAT, import_measurements
+
+    good = Measurement(status="ok", schedule="op0: V", time_ms=1.0, baseline_ms=2.0, speedup=2.0).to_record()
+    path = tmp_path / "half.jsonl.gz"
+    with gzip.open(path, "wt") as f:
+        f.write(json.dumps({"format": MEASUREMENTS_FORMAT, "engine_version": ENGINE_VERSION, "rows": 2}) + "\n")
+        f.write(json.dumps({"program": "a" * 64, "schedule": "op0: V", "machine": "m", "result": good}) + "\n")
+        f.write("x" * (3 << 20) + "\n")
+    cache = Cache(str(tmp_path / "c.sqlite"))
+    with pytest.raises(EngineError, match="row 2 is longer"):
+        import_measurements(cache, str(path))
+    assert len(cache) == 0 and cache.usable
+    cache.close()
+    assert len(Cache(str(tmp_path / "c.sqlite"))) == 0
