@@ -19,10 +19,11 @@ def lines(f: IO, limit: int) -> Iterator[str | None]:
         line = f.readline(limit + 1)
         if not line:
             return
-        if len(line) > limit and not line.endswith(("\n", b"\n")):
+        newline = "\n" if isinstance(line, str) else b"\n"
+        if len(line) > limit and not line.endswith(newline):
             while True:
                 rest = f.readline(_SKIP)
-                if not rest or rest.endswith(("\n", b"\n")):
+                if not rest or rest.endswith(newline):
                     break
             yield None
             continue

@@ -108,11 +108,13 @@ _UNSAVED: dict[str, list] = {}  # path -> [the store's WHAT, writes not stored, 
 
 
 def unsaved() -> str | None:
-    """One line naming what this process could not store (a store dropped after an error, or locked), or
-    None: a command ends non-zero with it (engine callers: mlir_rl_tui.commands.main)."""
+    """One line naming what this process could not store since the last call (a store dropped after an
+    error, or locked), or None; the count starts again. A command ends non-zero with it
+    (mlir_rl_tui.commands.main calls it before and after each command)."""
     if not _UNSAVED:
         return None
     parts = [f"{n} {what} row{'s' if n != 1 else ''} to {path} ({why})" for path, (what, n, why) in _UNSAVED.items()]
+    _UNSAVED.clear()
     return "not saved: " + "; ".join(parts)
 
 

@@ -402,7 +402,11 @@ def test_apply_answers_warns_once_and_the_cache_works_again(cli, good_cache, tmp
     else:
         DAMAGE[kind](path)
         code, answer, err = cli(*APPLY)
-    assert code == 0, err
+    if kind == "locked by another process":  # the answer stands, but what it could not store is said, non-zero
+        assert code == 1 and len(err) == 2 and "not saved:" in err[1] and path in err[1], err
+        err = err[:1]
+    else:
+        assert code == 0, err
     # a correct answer: measured again, never the damaged record (a damaged roofline is measured again,
     # the intact result beside it is served)
     assert answer["status"] == "ok" and answer["validated"]

@@ -173,6 +173,9 @@ def main(argv: list[str] | None = None) -> int:
         if not hasattr(args, "handler"):
             parser.print_help()
             return 2
+        from mlir_rl_tui.engine.cache import unsaved
+
+        unsaved()  # what an earlier command in this process left unsaved is not this one's
         code = args.handler(args)
         return _saved(code)
     except KeyboardInterrupt:
