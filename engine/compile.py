@@ -9,6 +9,7 @@ from __future__ import annotations
 import ctypes
 import glob
 import os
+import re
 import sys
 import time
 
@@ -19,7 +20,52 @@ import numpy as np
 # vector.extract/insert it makes must still meet convert-vector-to-llvm ("LLVM Translation failed for
 # operation: builtin.unrealized_conversion_cast" otherwise).
 BUFFERIZE = ("canonicalize,cse,eliminate-empty-tensors,one-shot-bufferize{bufferize-function-boundaries "
-             "function-boundary-type-conversion=identity-layout-map},buffer-deallocation-pipeline")
+             "function-boundary-type-conversion=identity-layout-map},buffer-deallocation-pipeline,"
+             "convert-bufferization-to-memref")
+#: An op that writes into a function argument (`outs(%arg2)`: a user's matmul accumulating into its third
+#: input, or a workload taken out of a model whose output was a slice of another op's result) is given a
+#: buffer of its own: the arguments are marked read-only (`bufferization.writable = false`) before
+#: bufferizing, so the caller's input is never written and no `bufferization.clone` is left for LLVM (the
+#: untransformed program failed to compile: "LLVM Translation failed for operation:
+#: builtin.unrealized_conversion_cast"). Programs that do so are compiled differently since; the cache
+#: key says so (engine.engine.cache_key).
+ARGS_READ_ONLY_VERSION = "args-read-only-1"
+_OUTS = re.compile(r"outs\(\s*(%[\w.$-]+)")
+_FUNC_ARG = re.compile(r"(%[\w.$-]+)\s*:\s*tensor<")
+
+
+def writes_arguments(text: str) -> bool:
+    """Whether an op of `text` names a function argument as its output (what ARGS_READ_ONLY_VERSION changed)."""
+    outs = set(_OUTS.findall(text))
+    if not outs:
+        return False
+    args = set()
+    for line in text.splitlines():
+        if "func.func" in line:
+            args.update(_FUNC_ARG.findall(line))
+    return bool(outs & args)
+
+
+def _arguments_read_only(module) -> None:
+    """Mark every argument of every function read-only for one-shot bufferization (ARGS_READ_ONLY_VERSION)."""
+    from mlir import ir
+
+    def visit(op):
+        if op.name == "func.func" and len(op.regions[0].blocks) > 0:
+            n = len(op.regions[0].blocks[0].arguments)
+            old = op.attributes["arg_attrs"] if "arg_attrs" in op.attributes else None
+            dicts = []
+            for i in range(n):
+                entries = {}
+                if old is not None:
+                    d = ir.DictAttr(ir.ArrayAttr(old)[i])
+                    entries = {d[j].name: d[j].attr for j in range(len(d))}
+                entries["bufferization.writable"] = ir.BoolAttr.get(False)
+                dicts.append(ir.DictAttr.get(entries))
+            op.attributes["arg_attrs"] = ir.ArrayAttr.get(dicts)
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit, ir.WalkOrder.PRE_ORDER)
 SERIAL = (
     "func.func(convert-linalg-to-loops),scf-forall-to-for,"
     "func.func(lower-vector-mask,lower-vector-multi-reduction),func.func(convert-vector-to-scf{full-unroll=true}),"
@@ -287,6 +333,7 @@ def lower(module, parallel: bool, runtime: str) -> None:
 
     try:
         approximate(module)
+        _arguments_read_only(module)
         PassManager.parse(pipeline(parallel, runtime)).run(module.operation)
     except Exception as e:  # noqa: BLE001
         raise StageError("compile", _one_line(e)) from None

@@ -754,9 +754,11 @@ def cache_key(program: Program) -> str:
     engine.booleans when it holds what they rewrite, and the PyTorch reference beside it when it has one
     (a result checked against one reference is not served against another)."""
     from mlir_rl_tui.engine import booleans, math_approx
+    from mlir_rl_tui.engine.compile import ARGS_READ_ONLY_VERSION, writes_arguments
 
     key = program.sha256
-    tags = math_approx.versions(program.text) + ([booleans.VERSION] if booleans.rewrites(program.text) else [])
+    tags = math_approx.versions(program.text) + ([booleans.VERSION] if booleans.rewrites(program.text) else []) \
+        + ([ARGS_READ_ONLY_VERSION] if writes_arguments(program.text) else [])
     for tag in tags:  # compiled differently since these rewrites
         key = hashlib.sha256(f"{key}|{tag}".encode()).hexdigest()
     ref = torch_reference(program)

@@ -184,3 +184,33 @@ def test_a_library_that_disagrees_with_its_reference_is_not_written(tmp_path, en
     desc, checked = build_checked(engine, matmul, parse("op0: T(8,32,1) V; op1: NT"), str(out),
                                   str(SAMPLES / "matmul.mlir"))
     assert checked == "engine" and desc["library_sha256"] and out.read_bytes() != b"the user's earlier library"
+
+
+def test_an_op_writing_into_an_argument_compiles_and_leaves_the_input_as_it_was(tmp_path, cache_dir):
+    """`linalg.matmul ... outs(%c)` with %c an argument (a user's accumulate, or a workload taken out of a
+    model whose output was a slice of another op's result): its untransformed program used to fail to
+    compile (a `bufferization.clone` left for LLVM). It computes C + A @ B, and the caller's C is unchanged."""
+    src = tmp_path / "acc.mlir"
+    src.write_text("""func.func @forward(%a: tensor<64x64xf32>, %b: tensor<64x64xf32>, %c: tensor<64x64xf32>) -> tensor<64x64xf32> {
+  %0 = linalg.matmul ins(%a, %b : tensor<64x64xf32>, tensor<64x64xf32>) outs(%c : tensor<64x64xf32>) -> tensor<64x64xf32>
+  return %0 : tensor<64x64xf32>
+}
+""")
+    from mlir_rl_tui.engine.compile import writes_arguments
+
+    assert writes_arguments(src.read_text()) and not writes_arguments((SAMPLES / "matmul.mlir").read_text())
+    for schedule in ("", "op0: T(8,32,1) V"):
+        r = subprocess.run([sys.executable, "-m", "mlir_rl_tui", "apply", str(src), "--schedule", schedule, "--json"],
+                           capture_output=True, text=True, timeout=180)
+        assert r.returncode == 0 and json.loads(r.stdout)["status"] == "ok", r.stdout + r.stderr
+    out = tmp_path / "acc.so"
+    r = subprocess.run([sys.executable, "-m", "mlir_rl_tui", "build", str(src), "--schedule", "op0: T(8,32,1) V",
+                        "-o", str(out)], capture_output=True, text=True, timeout=180)
+    assert r.returncode == 0, r.stderr
+    from mlir_rl_tui import runtime
+
+    rng = np.random.default_rng(0)
+    a, b, c = (rng.standard_normal((64, 64), np.float32) for _ in range(3))
+    c0 = c.copy()
+    got = runtime.load(str(out))(a, b, c)
+    assert np.allclose(got, c0 + a @ b, rtol=1e-4, atol=1e-3) and np.array_equal(c, c0)
