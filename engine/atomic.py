@@ -1,4 +1,5 @@
-"""One writer for every output file: written beside its name, synced, renamed over it.
+"""One writer for every output file: written beside its name, synced, renamed over it (and the sha256 that
+ties a written library to its description).
 
 A reader (or the user, after a kill or a full disk) sees the old file or the new one, never a cut one.
 `mlir-rl-tui`'s commands (`commands.common.replacing`), the app's export, `import` and the library build
@@ -7,6 +8,7 @@ all write through here."""
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import shutil
 from collections.abc import Iterator
@@ -40,3 +42,13 @@ def write_text(path: str, text: str) -> None:
     """`text` into `path` in one step (`replacing`)."""
     with replacing(path) as tmp, open(tmp, "w", encoding="utf-8") as f:
         f.write(text)
+
+
+def file_sha256(path: str) -> str:
+    """The sha256 of the file at `path`, read in pieces (a library's: its description states it, and
+    runtime.load checks it)."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()

@@ -12,7 +12,6 @@ reads both and returns a Python callable.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import shutil
@@ -20,21 +19,13 @@ import subprocess
 import tempfile
 from collections.abc import Callable
 
+from mlir_rl_tui.engine.atomic import file_sha256
 from mlir_rl_tui.engine.compile import mlir_lib_dir, parallel_runtime
 from mlir_rl_tui.engine.engine import Engine
 from mlir_rl_tui.engine.errors import EngineError
 from mlir_rl_tui.engine.mask import check_schedule
 from mlir_rl_tui.engine.program import Program
 from mlir_rl_tui.engine.schedule import Schedule, to_text
-
-
-def file_sha256(path: str) -> str:
-    """The sha256 of the file at `path` (a library's, in its description: runtime.load checks it)."""
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def c_compiler() -> str:

@@ -18,7 +18,6 @@ PyTorch process on PyTorch's own threads; `OMP_NUM_THREADS` or `torch.set_num_th
 from __future__ import annotations
 
 import ctypes
-import hashlib
 import json
 import os
 import sys
@@ -180,14 +179,13 @@ def _check_library(path: str, meta_path: str, meta: dict) -> None:
     if not isinstance(want, str):
         raise KernelError(f"{meta_path}: the description names no library (built by an earlier version); "
                           "build it again with `mlir-rl-tui build`")
-    h = hashlib.sha256()
+    from mlir_rl_tui.engine.atomic import file_sha256
+
     try:
-        with open(path, "rb") as f:
-            for block in iter(lambda: f.read(1 << 20), b""):
-                h.update(block)
+        have = file_sha256(path)
     except OSError as e:
         raise KernelError(f"{path}: cannot read the kernel ({e.strerror})") from None
-    if h.hexdigest() != want:
+    if have != want:
         raise KernelError(f"{path}: not the library {os.path.basename(meta_path)} describes (its sha256 differs); "
                           "keep each .so with its own .so.json, or build it again")
 
