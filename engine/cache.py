@@ -168,6 +168,7 @@ class Store:
         self._lock = threading.Lock()
         self.why = ""  # why the run goes on without the store (its first cause), when it does
         self._batch = False  # inside transaction(): writes are committed at its end
+        self._batched = 0  # writes made inside the current transaction
         self.readonly = readonly
         self.db: sqlite3.Connection | None = (self._open_readonly() if readonly else
                                               self._open_named() if named else self._open())
@@ -383,7 +384,7 @@ class Store:
                     return fn(self.db)
                 except sqlite3.Error as e:
                     err = e
-                    if not (_is_locked(e) and attempt < LOCK_RETRIES):
+                    if not (_is_locked(e) and attempt < LOCK_RETRIES) or self._batch:
                         break
                     with contextlib.suppress(sqlite3.Error):
                         self.db.rollback()
@@ -436,14 +437,20 @@ class Store:
                                                 f"({', '.join('?' * len(row))})", row),
                                      None if self._batch else db.commit()))
         if done is None and not self.readonly:  # not stored: the command says so at its end (unsaved)
-            entry = _UNSAVED.setdefault(self.path, [self.WHAT, 0, self.why or "no store"])
-            entry[1] += 1
+            self._unsaved(1)
+        elif self._batch:
+            self._batched += 1
+
+    def _unsaved(self, n: int) -> None:
+        entry = _UNSAVED.setdefault(self.path, [self.WHAT, 0, self.why or "no store"])
+        entry[1] += n
 
     @contextlib.contextmanager
     def transaction(self):
         """The block's writes in one transaction (an import): committed together when it ends, none of them
-        when it raises or the store fails meanwhile (the unsaved writes are counted as for any write)."""
-        self._batch = True
+        when it raises or the store fails meanwhile (then every write of the block is counted unsaved). A
+        busy file inside it is not retried: a retry rolls back, which would drop the block's earlier writes."""
+        self._batch, self._batched = True, 0
         try:
             yield self
         except BaseException:
@@ -453,7 +460,8 @@ class Store:
                     self.db.rollback()
             raise
         self._batch = False
-        self._run(lambda db: db.commit())
+        if self._run(lambda db: db.commit() or True) is None and self._batched:
+            self._unsaved(self._batched)  # written into a transaction that was never committed
 
     def close(self) -> None:
         with self._lock:

@@ -749,6 +749,9 @@ class Comparison:
         return self.status == "ok" and bool(self.speedup_ci) and self.speedup_ci[0] > 1.0
 
 
+_TAGS: dict[str, list[str]] = {}  # program sha256 -> the rewrite versions its cache key carries
+
+
 def cache_key(program: Program) -> str:
     """The program's part of a measurement's cache key: its sha256, the versions of engine.math_approx and
     engine.booleans when it holds what they rewrite, and the PyTorch reference beside it when it has one
@@ -757,8 +760,11 @@ def cache_key(program: Program) -> str:
     from mlir_rl_tui.engine.compile import ARGS_READ_ONLY_VERSION, writes_arguments
 
     key = program.sha256
-    tags = math_approx.versions(program.text) + ([booleans.VERSION] if booleans.rewrites(program.text) else []) \
-        + ([ARGS_READ_ONLY_VERSION] if writes_arguments(program.text) else [])
+    tags = _TAGS.get(key)
+    if tags is None:  # each a scan of the text (a model with its weights is 90 MB): once per program
+        tags = math_approx.versions(program.text) + ([booleans.VERSION] if booleans.rewrites(program.text) else []) \
+            + ([ARGS_READ_ONLY_VERSION] if writes_arguments(program.text) else [])
+        _TAGS[key] = tags
     for tag in tags:  # compiled differently since these rewrites
         key = hashlib.sha256(f"{key}|{tag}".encode()).hexdigest()
     ref = torch_reference(program)
