@@ -8,14 +8,21 @@ relative half-width) and how often one repeat's interval holds another repeat's 
 every ordered pair; goal >= 90%), for times and for speedups. Run on an otherwise idle machine:
 
     .venv/bin/python benchmarks/measurement_noise.py [--repeats 10] [--json]
+
+With `--processes`, every repeat is a command of its own, as a user types it one after the other
+(`mlir-rl-tui apply SAMPLE --schedule S --no-cache --json`, each a fresh engine with fresh workers, the
+user's cache for the machine's roofline and repeat floor), over the cases above and the parallel schedules
+whose fresh repeats spread without a flag before (PROCESS_CASES).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 
@@ -32,6 +39,36 @@ CASES = [
     ("add", "serial", "op0: T(1,256) V"),
     ("add", "parallel", "op0: TP(256,0) T(1,256) V"),
 ]
+
+
+#: parallel schedules measured as separate `apply --no-cache` commands: max/min 1.69 and 1.18, none flagged,
+#: on an Intel Xeon VM before the engine flagged a slow state per process (engine.timing's state probe)
+PROCESS_CASES = [
+    ("matmul", "parallel", "op0: TP(32,32,0) T(8,32,1) V"),
+    ("add", "parallel", "op0: TP(16,64) T(4,32) V"),
+]
+
+
+class _Applied:
+    """One `apply --json` answer with the attributes `summarize` reads."""
+
+    def __init__(self, d: dict) -> None:
+        self.__dict__.update(d)
+        self.ok = d.get("status") == "ok"
+        self.rel_error = d.get("rel_error") or 0.0
+        ci, sp = d.get("speedup_ci"), d.get("speedup")
+        self.speedup_rel_error = (math.log(ci[1]) - math.log(ci[0])) / 2 if ci and sp else 0.0
+
+
+def apply_fresh(name: str, text: str) -> _Applied:
+    """One fresh measurement by a command of its own."""
+    exe = os.path.join(os.path.dirname(sys.executable), "mlir-rl-tui")
+    out = subprocess.run([exe, "apply", name, "--schedule", text, "--no-cache", "--json"], capture_output=True,
+                         text=True, check=False)
+    try:
+        return _Applied(json.loads(out.stdout))
+    except json.JSONDecodeError:
+        return _Applied({"status": "error", "error": (out.stderr.strip().splitlines() or ["no output"])[-1]})
 
 
 def coverage(values: list[float], intervals: list[list[float]], targets: list[bool] | None = None) -> float:
@@ -76,8 +113,22 @@ def main() -> int:
     ap.add_argument("--only", help="programs to measure, comma-separated (default: all)")
     ap.add_argument("--shared", action="store_true", help="let serial kernels be timed while the other worker "
                                                           "compiles (MeasureConfig.exclusive=False)")
+    ap.add_argument("--processes", action="store_true",
+                    help="every repeat a command of its own (`apply --no-cache`), as a user repeats one")
     args = ap.parse_args()
     rows = []
+    if args.processes:
+        for name, kind, text in CASES + PROCESS_CASES:
+            if args.only and name not in args.only.split(","):
+                continue
+            ms = [apply_fresh(name, text) for _ in range(args.repeats)]
+            bad = [m for m in ms if not m.ok]
+            if bad:
+                print(f"{name} {kind}: {bad[0].status}: {bad[0].error}", file=sys.stderr)
+                return 1
+            rows.append(summarize(name, kind, text, ms))
+            _line(rows[-1], args.json)
+        return _report(rows, args.json)
     with tempfile.TemporaryDirectory() as tmp:
         cache = Cache(os.path.join(tmp, "measurements.sqlite"))
         main_cache = Cache()  # the machine's roofline comes from the user's cache (measured once)
@@ -97,16 +148,23 @@ def main() -> int:
                     print(f"{name} {kind}: {bad[0].status}: {bad[0].error}", file=sys.stderr)
                     return 1
                 rows.append(summarize(name, kind, text, ms))
-                r = rows[-1]
-                if not args.json:
-                    print(f"{name:7s} {kind:8s} median {r['median_ms']:8.4f} ms  max/min {r['max_over_min']:.3f}"
-                          f" (steady {r['steady_max_over_min']:.3f}, {r['flagged']} flagged)  "
-                          f"+-{100 * r['rel_error']:.1f}%  coverage {r['coverage']:.0%} "
-                          f"({r['coverage_unflagged']:.0%} of unflagged)  speedup max/min "
-                          f"{r['speedup_max_over_min']:.3f} coverage {r['speedup_coverage']:.0%} "
-                          f"({r['speedup_coverage_unflagged']:.0%})  "
-                          f"peak {r['peak_fraction']:.0%}", flush=True)
-    if args.json:
+                _line(rows[-1], args.json)
+    return _report(rows, args.json)
+
+
+def _line(r: dict, as_json: bool) -> None:
+    if not as_json:
+        print(f"{r['program']:7s} {r['kind']:8s} {r['schedule']:38s} median {r['median_ms']:8.4f} ms  "
+              f"max/min {r['max_over_min']:.3f} (steady {r['steady_max_over_min']:.3f}, {r['flagged']} flagged)  "
+              f"+-{100 * r['rel_error']:.1f}%  coverage {r['coverage']:.0%} "
+              f"({r['coverage_unflagged']:.0%} of unflagged)  speedup max/min "
+              f"{r['speedup_max_over_min']:.3f} coverage {r['speedup_coverage']:.0%} "
+              f"({r['speedup_coverage_unflagged']:.0%})  "
+              f"peak {r['peak_fraction']:.0%}", flush=True)
+
+
+def _report(rows: list[dict], as_json: bool) -> int:
+    if as_json:
         print(json.dumps(rows))
     worst = {k: max((r["steady_max_over_min"] for r in rows if r["kind"] == k), default=1.0) for k in ("serial", "parallel")}
     flagged = sum(r["flagged"] for r in rows)

@@ -16,6 +16,10 @@ first runs after compiling are slower. So:
   than `slow_budget_s`, fewer rounds (never under `min_slow_rounds`) do (a 2048^3 matmul's untransformed
   run takes 8.6 s: 30 runs of it were 4 minutes); the interval of fewer rounds is wider, as it should be;
 - a deadline (`apply --max-seconds`): no round starts that would end after it, once each series has one;
+- a runaway's cap: a candidate whose checked run took a good share of its time limit (engine.worker) is
+  timed only while its runs fit before the cap (its limit past the first run, plus a grace): no warm-up
+  run, round or baseline round starts that would end after it, and when no round fits, the checked run
+  itself is the figure (`Timed.stopped` "limit"): a kernel this slow needs a rank, not three digits;
 - steady rounds only: on a cloud VM the host's other tenants slow a core's cache-resident code by up to 1.6x
   in spells of 0.1-15 s (engine.contention, "the state probe"). A fixed reference kernel (the probe) is
   timed before the first round, after every `probe_every` candidate rounds and after the last; a round
@@ -111,7 +115,7 @@ class Timed:
     candidate: Series
     baseline: Series | None = None
     warmup_runs: int = 0
-    stopped: str = ""  # "target", "budget", "max-rounds", "deadline"
+    stopped: str = ""  # "target", "budget", "max-rounds", "deadline", "limit" (a runaway's cap), "timeout"
     timeout_run: float | None = None  # ms of the run that went over the limit, if one did
     #: per baseline round, the index of the first candidate round after it (for paired ratios)
     baseline_at: list[int] = field(default_factory=list)
@@ -211,7 +215,8 @@ def time_kernel(call: Callable[[], float], first_ms: float, cfg: TimingConfig = 
                 baseline: Callable[[], float] | None = None, baseline_first_ms: float = 0.0,
                 limit_ms: float | None = None, on_round: Callable[[int, int], None] | None = None,
                 place: Callable[[int], None] | None = None, deadline: float | None = None,
-                probe: Callable[[], float] | None = None, steady_ms: float | None = None) -> Timed:
+                probe: Callable[[], float] | None = None, steady_ms: float | None = None,
+                cap: float | None = None) -> Timed:
     """Time `call` (runs the kernel once, returns its ms) with rounds of `baseline` interleaved.
 
     `place(k)` is called before the k-th round of either kernel: the worker moves the kernels to another
@@ -221,12 +226,24 @@ def time_kernel(call: Callable[[], float], first_ms: float, cfg: TimingConfig = 
 
     `probe()` times the state probe once (its ms); with it, rounds are marked steady against `steady_ms`
     (the machine's steady limit for the probe; None: relative to this timing's fastest probe), the
-    figure comes from steady rounds, and the target is only met with `min_steady` of them."""
+    figure comes from steady rounds, and the target is only met with `min_steady` of them.
+
+    With a `cap` (time.monotonic()), nothing starts that would end after it by its estimate; when not one
+    candidate round fits, the first run (`first_ms`) is the candidate's only round (`Timed.stopped` "limit")."""
     place = place or (lambda k: None)
     out = Timed(Series(), Series() if baseline else None)
-    out.warmup_runs, est = warm_up(call, first_ms, cfg)
+
+    def capped(ms: float) -> bool:
+        return cap is not None and time.monotonic() + ms / 1e3 > cap
+
+    if cap is not None:  # a runaway is as warm as it gets after its checked run
+        est = first_ms
+    else:
+        out.warmup_runs, est = warm_up(call, first_ms, cfg)
     est = max(est, 1e-4)
-    base_est = max(warm_up(baseline, baseline_first_ms, cfg)[1], 1e-4) if baseline is not None else 1e-4
+    base_est = 1e-4
+    if baseline is not None:  # a runaway's baseline is not warmed up: its rounds are what the cap leaves
+        base_est = max(baseline_first_ms if cap is not None else warm_up(baseline, baseline_first_ms, cfg)[1], 1e-4)
     per_round = 1 if est > cfg.slow_ms else max(cfg.round_runs, int(cfg.round_s * 1e3 / est))
     base_per_round = 1 if base_est > cfg.slow_ms else max(cfg.round_runs, int(cfg.round_s * 1e3 / base_est))
     min_rounds = least_rounds(cfg, cfg.min_rounds, per_round * est)
@@ -255,10 +272,17 @@ def time_kernel(call: Callable[[], float], first_ms: float, cfg: TimingConfig = 
     probe_now()
     while True:
         if out.baseline is not None and r % every == 0 and len(out.baseline.rounds) < max_base and \
-                not (out.baseline.rounds and late(base_per_round * base_est + per_round * est)):
+                not (out.baseline.rounds and late(base_per_round * base_est + per_round * est)) and \
+                not capped(base_per_round * base_est + per_round * est):
             baseline_round()
         if r and late(per_round * est):
             out.stopped = "deadline"
+            break
+        if capped(per_round * est):
+            if not out.candidate.rounds:  # the checked run is the figure
+                out.candidate.rounds.append([first_ms])
+                out.candidate.probe_at.append(len(out.probes) - 1)
+            out.stopped = "limit"
             break
         place(r)
         runs = []
@@ -291,7 +315,8 @@ def time_kernel(call: Callable[[], float], first_ms: float, cfg: TimingConfig = 
         else:
             continue
         break
-    while out.baseline is not None and len(out.baseline.rounds) < n_base and not late(base_per_round * base_est):
+    while out.baseline is not None and len(out.baseline.rounds) < n_base and not late(base_per_round * base_est) \
+            and not capped(base_per_round * base_est):
         baseline_round()
     probe_now()
     out.mark_steady(steady_ms)

@@ -17,6 +17,11 @@ point: `tune` measures and checks every schedule it hands back, whatever the dat
 Shared as a file: `export` writes JSON lines (each record with its checksum), `import_file` merges such a
 file, refusing lines whose checksum does not match; records of other machine kinds are kept and served
 only on their kind.
+
+Every record and tuning says who made it (`origin`): `here()` (this engine version timed it on this
+machine) or `imported from FILE` (kept through later exports: a file passed on twice still names where
+its rows came from). Rows of earlier versions have none ("" : unknown). Whatever the origin, a record only
+ranks a start: `tune` measures, checks and validates here what it hands back.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ from __future__ import annotations
 import json
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from mlir_rl_tui.engine import bounded
 from mlir_rl_tui.engine.cache import MAX_ROW_CHARS, Store, checksum
@@ -47,6 +52,20 @@ class Record:
     label: str = ""
     description: dict | None = None
     program: str = ""  # sha256 of the program it was timed in
+    origin: str = ""  # who made it: here() or "imported from FILE" ("": an earlier version's row)
+
+
+def here() -> str:
+    """The origin of a row this engine version timed on this machine."""
+    from mlir_rl_tui.engine.cache import ENGINE_VERSION
+
+    return f"timed here by engine {ENGINE_VERSION}"
+
+
+def imported_from(path: str) -> str:
+    import os
+
+    return f"imported from {os.path.basename(path)}"
 
 
 class TuningDB(Store):
@@ -69,7 +88,8 @@ class TuningDB(Store):
 
     # -- writing -----------------------------------------------------------------------------------
     def add(self, rec: Record) -> None:
-        """Store a timed op schedule; a faster time of the same schedule replaces a slower one."""
+        """Store a timed op schedule; a faster time of the same schedule replaces a slower one. A record
+        without an origin is this engine's, timed here (`here()`)."""
         if not (math.isfinite(rec.ms) and rec.ms > 0):
             return
         key = {"machine": rec.machine, "workload": rec.workload, "schedule": rec.schedule}
@@ -77,15 +97,16 @@ class TuningDB(Store):
         if old is not None and isinstance(old.get("ms"), int | float) and old["ms"] <= rec.ms:
             return
         self._write("records", key, {"ms": rec.ms, "label": rec.label, "description": rec.description,
-                                     "program": rec.program})
+                                     "program": rec.program, "origin": rec.origin or here()})
 
     def mark_tuned(self, machine: str, workload: str, schedule: str, ms: float, measurements: int,
-                   label: str = "", state: str = "tuned") -> None:
+                   label: str = "", state: str = "tuned", origin: str = "") -> None:
         """The workload's tuning ended with `schedule` (later runs start from it and skip the search):
         `state` "tuned" at a local optimum, "cut" by the deadline, "small" or "unreached" not searched
-        (engine.tune)."""
+        (engine.tune); `origin` as a record's (default: here)."""
         self._write("tuned", {"machine": machine, "workload": workload},
-                    {"schedule": schedule, "ms": ms, "measurements": measurements, "label": label, "state": state})
+                    {"schedule": schedule, "ms": ms, "measurements": measurements, "label": label, "state": state,
+                     "origin": origin or here()})
 
     # -- reading -----------------------------------------------------------------------------------
     def records(self, machine: str | None = None, workload: str | None = None) -> list[Record]:
@@ -170,6 +191,7 @@ class TuningDB(Store):
         if not isinstance(head, dict) or head.get("format") != EXPORT_FORMAT:
             raise EngineError(f"{path}: not a tuning database export (`mlir-rl-tui tuning-db export` writes one)")
         taken = refused = 0
+        origin = imported_from(path)
         for line in rows:
             if line is not None and not line.strip():
                 continue
@@ -182,11 +204,13 @@ class TuningDB(Store):
                     raise ValueError("checksum mismatch")
                 if table == "records" and len(key) == 3:
                     rec = _record(*key, text, digest)
-                    self.add(rec)
+                    # a row passed on keeps the file it first came from; one timed by the exporter names this file
+                    self.add(replace(rec, origin=rec.origin if rec.origin.startswith("imported") else origin))
                 elif table == "tuned" and len(key) == 2:
                     entry = _tuned_entry(json.loads(text))
+                    was = str(entry.get("origin", ""))
                     self.mark_tuned(*key, entry["schedule"], entry["ms"], entry["measurements"], entry.get("label", ""),
-                                    entry["state"])
+                                    entry["state"], was if was.startswith("imported") else origin)
                 else:
                     raise ValueError(f"unknown table {table!r}")
                 taken += 1
@@ -207,7 +231,8 @@ def _record(machine: str, workload: str, schedule: str, text, digest) -> Record:
     desc = d.get("description")
     if desc is not None and not isinstance(desc, dict):
         raise ValueError("bad description")
-    return Record(machine, workload, schedule, float(ms), str(d.get("label", "")), desc, str(d.get("program", "")))
+    return Record(machine, workload, schedule, float(ms), str(d.get("label", "")), desc, str(d.get("program", "")),
+                  str(d.get("origin", "")))
 
 
 def _tuned_entry(d: dict) -> dict:

@@ -175,7 +175,8 @@ def _spinning(compiled, parallel: bool):
     parallel region, on the core where the other worker may be timing next (measured: 20 ticks of CPU in
     the 0.5 s after a timing; parallel kernels of the other worker 2x slower). Sleeping at once between
     runs makes each run pay a wake-up (matmul TP: 0.25 instead of 0.16 ms), so during the timing the
-    threads spin (kmp_set_blocktime(200)), and one last run with blocktime 0 puts them to sleep."""
+    threads spin (kmp_set_blocktime(200)), and one last run with blocktime 0 puts them to sleep (of the
+    hand-off probe when there is one: a few microseconds, where the kernel may be a runaway's second)."""
     from mlir_rl_tui.engine.compile import openmp_library
 
     lib = None
@@ -217,6 +218,13 @@ def _pinned():
 #: (engine.contention); the last one is reported, marked contended if it still was. While the host keeps
 #: the cores far apart it is repeated after engine.contention.FAR_WAITS_S, then marked far.
 CONTENTION_RETRIES = 3
+#: A runaway: a candidate whose checked run took more than this share of its time limit (3.3x the baseline
+#: at the default 10x, or a third of the 1 s floor). It is timed only until its limit past the start of
+#: that run plus RUNAWAY_GRACE_S (engine.timing's cap), in every phase (timing rounds, paired baselines,
+#: state probes, no re-timing), and a run that would pass the cap is stopped there: a masked-legal tiled
+#: fusion that recomputes its producer per row ran 0.83 s a run against a 1 s limit for 12.7 s otherwise.
+RUNAWAY_SHARE = 1 / 3
+RUNAWAY_GRACE_S = 0.5
 #: The cores this worker may use, read before OpenMP binds its first thread to core 0 (KMP_AFFINITY).
 _CORES = len(os.sched_getaffinity(0))
 
@@ -386,14 +394,33 @@ def handle(req: dict, out, baselines: _Baselines, watchdog: Watchdog | None = No
                             f"{req.get('timeout_factor', 10):g}x the baseline and {req.get('timeout_floor_s', 1):g} s)"
                             f" and was stopped after {elapsed:.2f} s")
 
-    # the candidate's runs are watched: one over the limit is stopped as it passes it
-    watch = (lambda: watchdog.arm(limit, late)) if watchdog is not None and limit else None
+    # the candidate's runs are watched: one over the limit is stopped as it passes it, and a runaway's
+    # (see RUNAWAY_SHARE) as it passes its cap, whichever comes first
+    runaway: dict[str, float] = {}  # "start": the first run's start; "cap": set when the candidate is a runaway
+
+    def arm() -> None:
+        now = time.monotonic()
+        cap = runaway.get("cap")
+        if cap is not None and cap - now < limit:
+            watchdog.arm(max(cap - now, 0.0), capped)
+        else:
+            watchdog.arm(limit, late)
+
+    def capped(elapsed: float) -> dict:
+        """The answer of a runaway's run the watchdog stopped at the cap."""
+        return result("timeout", exit=True,
+                      error=f"a run of a schedule this slow (its checked run took {runaway['first']:.2f} s) would "
+                            f"have ended past its {limit:.2f} s limit + {RUNAWAY_GRACE_S:g} s and was stopped")
+
+    watch = arm if watchdog is not None and limit else None
     unwatch = watchdog.disarm if watch is not None else None
 
     def first_run(compiled, watched: bool = False) -> tuple[float, np.ndarray]:
         compiled.bind(random_inputs(specs, req["seed"]), copies)
-        if watched and watch is not None:
-            watch()
+        if watched:
+            runaway["start"] = time.monotonic()
+            if watch is not None:
+                watch()
         t0 = time.perf_counter()
         compiled.call()
         first = time.perf_counter() - t0
@@ -455,6 +482,8 @@ def handle(req: dict, out, baselines: _Baselines, watchdog: Watchdog | None = No
         if limit and first > limit:
             return result("timeout", error=f"one run took {first:.2f} s, over the {limit:.2f} s limit "
                                            f"({req.get('timeout_factor', 10):g}x the baseline)", **extra)
+        if limit and first > RUNAWAY_SHARE * limit:
+            runaway.update(first=first, cap=runaway["start"] + limit + RUNAWAY_GRACE_S)
         return compiled, first, (base if script else None), extra
 
     # Everything but the timing holds the CPU lock shared (see _flock): a kernel being timed elsewhere
@@ -491,7 +520,7 @@ def handle(req: dict, out, baselines: _Baselines, watchdog: Watchdog | None = No
             time.sleep(wait)
         waited.clear()
         with _flock(req.get("lock"), waiting=wait_beat), _flock(cpu, waiting=wait_beat), _pinned(), \
-                _spinning(compiled, req["parallel"] or bool(req.get("versus_parallel"))):
+                _spinning(probe or compiled, req["parallel"] or bool(req.get("versus_parallel"))):
             if waited.is_set():
                 phase("run", 0, 0)  # the time-out of a run again
             seen = Watch.start()
@@ -500,15 +529,20 @@ def handle(req: dict, out, baselines: _Baselines, watchdog: Watchdog | None = No
                                 _timed_call(base.compiled) if base else None, base.first_ms if base else 0.0,
                                 limit_ms=limit * 1e3 if limit else None,
                                 on_round=lambda i, n: phase("run", i, n), place=_placer(compiled, base),
-                                deadline=req.get("deadline"), probe=state, steady_ms=steady_ms)
+                                deadline=req.get("deadline"), probe=state, steady_ms=steady_ms,
+                                cap=runaway.get("cap"))
             handoff += _handoff_us(probe)
             foreign = seen.foreign_cores()
         busy = req.get("check_contention", True) and contended(foreign, req["parallel"], _CORES)
         handoff_us = sorted(handoff)[len(handoff) // 2] if handoff else None  # the probe's median
         is_far = far(handoff_us, near)
         # without the wait (MeasureConfig.wait_far off) a timing is taken as it comes: gated, never flagged
-        unsteady = state is not None and req.get("wait_steady", True) and timed.candidate.steady_rounds < cfg.min_steady
-        if timed.timeout_run is not None or timed.stopped == "deadline" or not req.get("retry", True):
+        # (a runaway's few rounds are its figure by design, not a bad moment's: it is stored, not timed again)
+        unsteady = state is not None and req.get("wait_steady", True) and "cap" not in runaway \
+            and timed.candidate.steady_rounds < cfg.min_steady
+        # a runaway is timed once: its cap leaves no time for another try
+        if timed.timeout_run is not None or timed.stopped in ("deadline", "limit") or "cap" in runaway \
+                or not req.get("retry", True):
             break
         if busy and attempt < CONTENTION_RETRIES:
             wait = 0.1 * 2 ** attempt
@@ -530,7 +564,7 @@ def handle(req: dict, out, baselines: _Baselines, watchdog: Watchdog | None = No
            "handoff_us": handoff_us, "unsteady": unsteady,
            "probe_ms": min(timed.probes) if timed.probes else None,
            "steady_rounds": timed.candidate.steady_rounds, "fastest_ms": min(rounds) if rounds else None}
-    if timed.baseline is not None:
+    if timed.baseline is not None and timed.baseline.rounds:  # (a runaway's cap may leave no baseline round)
         b, blo, bhi = timed.baseline.estimate(need)
         rlo, rhi = timed.speedup_rel_ci(need)
         ratios = timed.ratios(need)

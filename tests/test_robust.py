@@ -58,6 +58,31 @@ def test_a_run_over_its_limit_is_stopped_at_the_limit(engine):
     assert ok.status == "ok", ok.error  # ... and the next request is measured
 
 
+def test_a_runaway_under_its_limit_is_answered_within_the_limit_plus_a_second(engine):
+    """Runs just under the limit are not stopped by the watchdog, yet their timing used to take ten of them
+    (0.83 s runs against a 1 s limit, answered after 12.7 s). Wider column tiles recompute the producer
+    fewer times: the first of them that is not a time-out took between half the limit and the limit."""
+    from mlir_rl_tui.engine.worker import RUNAWAY_SHARE
+
+    prog = load(RECOMPUTE, name="recompute")
+    c = engine.config
+    limit = max(c.timeout_factor * engine.baseline(prog).time_ms / 1e3, c.timeout_floor_s)
+    for k in (1, 2, 4, 8, 16, 32):
+        events: list[tuple[float, str]] = []
+        m = engine.measure(prog, parse(f"op0: TF(0,{k},0)"), use_cache=False,
+                           on_progress=lambda phase, i, n, seen=events: seen.append((time.monotonic(), phase)))
+        end = time.monotonic()
+        start = next(t for t, phase in events if phase == "run")
+        end = next((t for t, phase in events if phase == "roofline"), end)  # the machine's peaks, once: not a run
+        assert end - start <= limit + 1.0, f"TF(0,{k},0): answered {end - start:.2f} s after its first run"
+        if m.status == "ok":
+            break
+        assert m.status == "timeout", m
+    assert m.status == "ok", "every tile size was a time-out"
+    assert m.stages_ms["run"] > RUNAWAY_SHARE * limit * 1e3  # it was a runaway: timed under the cap
+    assert 1 <= m.runs <= 3 and m.time_ms is not None
+
+
 # -- processes --------------------------------------------------------------------------------------
 def _proc(pid: int) -> tuple[str, int, bytes, bytes] | None:
     """(state, parent pid, command line, environment) of a process, or None when it is gone."""

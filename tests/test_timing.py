@@ -174,6 +174,39 @@ def test_no_round_starts_that_would_end_after_the_deadline(monkeypatch):
     assert t.stopped == "deadline" and len(t.candidate.rounds) == 1 and len(t.baseline.rounds) == 1
 
 
+def test_a_runaway_is_timed_only_until_its_cap(monkeypatch):
+    """A candidate whose checked run took most of its limit: no warm-up, no run or baseline round that
+    would end past the cap; when not one round fits, the checked run is the figure."""
+    from mlir_rl_tui.engine import timing
+
+    clock = [0.0]
+
+    def kernel(ms):
+        def run():
+            clock[0] += ms / 1e3
+            return ms
+        return run
+
+    monkeypatch.setattr(timing.time, "monotonic", lambda: clock[0])
+    # 0.45 s runs, the cap 1.5 s away: three rounds fit (1.35 s), a fourth would not; the 20 ms baseline's
+    # rounds fit beside them
+    t = time_kernel(kernel(450.0), 450.0, TimingConfig(), baseline=kernel(20.0), baseline_first_ms=20.0, cap=1.5)
+    assert t.stopped == "limit" and t.warmup_runs == 0 and clock[0] <= 1.5
+    assert len(t.candidate.rounds) == 3 and t.baseline is not None and len(t.baseline.rounds) >= 1
+    # 0.9 s runs, the cap 0.6 s away: no run of the candidate starts, its checked run is its only round,
+    # and the baseline's rounds are what fits
+    clock[0] = 0.0
+    t = time_kernel(kernel(900.0), 900.0, TimingConfig(), baseline=kernel(20.0), baseline_first_ms=20.0, cap=0.6)
+    assert t.stopped == "limit" and 0.0 < clock[0] <= 0.6
+    assert t.candidate.rounds == [[900.0]] and t.baseline is not None and t.baseline.runs == round(clock[0] / 0.02)
+    clock[0] = 0.0
+    t = time_kernel(kernel(900.0), 900.0, TimingConfig(), baseline=kernel(700.0), baseline_first_ms=700.0, cap=0.6)
+    assert clock[0] == 0.0 and t.candidate.rounds == [[900.0]] and t.baseline is not None and t.baseline.rounds == []
+    # without a cap the same kernel gets its least rounds
+    t = time_kernel(kernel(450.0), 450.0, TimingConfig())
+    assert t.stopped != "limit" and len(t.candidate.rounds) >= TimingConfig().min_slow_rounds
+
+
 def test_the_figure_comes_from_the_rounds_the_state_probe_calls_steady():
     """A slow spell of the host (the probe 1.5x its steady time) slows the kernel too: the rounds beside a
     slow probe are left out, and the figure is the steady rounds'."""

@@ -233,6 +233,32 @@ def test_export_and_import_refuse_tampered_lines(tmp_path, monkeypatch):
     assert TuningDB(str(tmp_path / "c.sqlite")).import_file(str(tmp_path / "y.jsonl")) == (2, 2)
 
 
+def test_every_row_says_who_made_it_and_an_import_keeps_where_it_came_from(tmp_path, capsys):
+    from mlir_rl_tui.commands import main
+    from mlir_rl_tui.engine.tuning_db import TuningDB, here
+
+    a = TuningDB(str(tmp_path / "a.sqlite"))
+    a.add(_rec(2.0))
+    a.mark_tuned("m", "w1", "T(8) V", 2.0, 12, "relu")
+    assert a.best("m", "w1").origin == here() == a.tuned("m", "w1")["origin"] and "engine" in here()
+    a.export(str(tmp_path / "team.jsonl"))
+    b = TuningDB(str(tmp_path / "b.sqlite"))
+    b.import_file(str(tmp_path / "team.jsonl"))
+    assert b.best("m", "w1").origin == "imported from team.jsonl" == b.tuned("m", "w1")["origin"]
+    b.add(_rec(1.5, workload="w2"))  # one of b's own
+    b.export(str(tmp_path / "again.jsonl"))
+    c = TuningDB(str(tmp_path / "c.sqlite"))
+    c.import_file(str(tmp_path / "again.jsonl"))
+    # passed on twice, a row still names the file it first came from; b's own row names b's export
+    assert c.best("m", "w1").origin == "imported from team.jsonl"
+    assert c.best("m", "w2").origin == "imported from again.jsonl"
+    c.close()
+    capsys.readouterr()
+    assert main(["tuning-db", "show", "--all", "--db", str(tmp_path / "c.sqlite"), "--json"]) == 0
+    shown = {r["workload"]: r for r in json.loads(capsys.readouterr().out)["workloads_shown"]}
+    assert shown["w1"]["origin"] == "imported from team.jsonl" and shown["w1"]["tuned_origin"] == shown["w1"]["origin"]
+
+
 def test_the_database_survives_kill_9_while_writing(tmp_path):
     path = str(tmp_path / "t.sqlite")
     writer = textwrap.dedent(f"""

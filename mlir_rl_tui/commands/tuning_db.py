@@ -8,7 +8,8 @@ from mlir_rl_tui.commands.common import emit, open_tuning_db, output_file, repla
 
 DESCRIPTION = """show: its workloads and their best schedules on this machine kind (--all: every kind). export FILE:
 its records as JSON lines (a team shares one file per machine kind). import FILE: merge such a file; a line
-whose checksum does not match is refused. Records are only starting points: `tune` measures and checks every
+whose checksum does not match is refused; what it brings is marked "imported from FILE" (show prints
+it, and it stays through later exports). Records are only starting points: `tune` measures and checks every
 schedule it hands back. show and export only read a --db FILE: a missing file, or one that is not a tuning
 database, is an error and is left as it was."""
 
@@ -58,7 +59,8 @@ def run(args: argparse.Namespace) -> int:
     for (mach, key), rec in best.items():
         tuned = db.tuned(mach, key)
         rows.append({"machine": mach, "workload": key, "label": rec.label, "best_ms": rec.ms,
-                     "schedule": rec.schedule, "tuned": tuned is not None,
+                     "schedule": rec.schedule, "origin": rec.origin, "tuned": tuned is not None,
+                     "tuned_origin": tuned.get("origin", "") if tuned else None,
                      "records": len(db.records(mach, key))})
     if args.json:
         emit({"path": db.path, **db.counts(), "workloads_shown": rows})
@@ -67,5 +69,6 @@ def run(args: argparse.Namespace) -> int:
     print(f"{db.path}: {c['records']} records of {c['workloads']} workloads, {c['tuned']} tuned")
     for r in sorted(rows, key=lambda r: r["label"]):
         print(f"  {r['label'][:48]:48} {r['best_ms']:9.4f} ms  {'tuned' if r['tuned'] else '     '}  "
-              f"{r['schedule'] or '(untransformed)'}")
+              f"{r['schedule'] or '(untransformed)'}" + (f"  ({r['origin']})" if r["origin"].startswith("imported")
+                                                         else ""))
     return 0
