@@ -18,6 +18,7 @@ whose fresh repeats spread without a flag before (PROCESS_CASES).
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 import os
@@ -116,19 +117,8 @@ def main() -> int:
     ap.add_argument("--processes", action="store_true",
                     help="every repeat a command of its own (`apply --no-cache`), as a user repeats one")
     args = ap.parse_args()
-    rows = []
     if args.processes:
-        for name, kind, text in CASES + PROCESS_CASES:
-            if args.only and name not in args.only.split(","):
-                continue
-            ms = [apply_fresh(name, text) for _ in range(args.repeats)]
-            bad = [m for m in ms if not m.ok]
-            if bad:
-                print(f"{name} {kind}: {bad[0].status}: {bad[0].error}", file=sys.stderr)
-                return 1
-            rows.append(summarize(name, kind, text, ms))
-            _line(rows[-1], args.json)
-        return _report(rows, args.json)
+        return _cases(CASES + PROCESS_CASES, args, apply_fresh)
     with tempfile.TemporaryDirectory() as tmp:
         cache = Cache(os.path.join(tmp, "measurements.sqlite"))
         main_cache = Cache()  # the machine's roofline comes from the user's cache (measured once)
@@ -136,19 +126,24 @@ def main() -> int:
         if peaks:
             cache.put_machine(Engine(cache=cache, workers=1).machine, peaks)
         cfg = MeasureConfig(exclusive=not args.shared)
+        load = functools.cache(lambda name: load_file(os.path.join(SAMPLES, f"{name}.mlir")))
         with Engine(DEFAULT_LIMITS, cfg, cache=cache, reuse=False) as eng:
-            for name, kind, text in CASES:
-                if args.only and name not in args.only.split(","):
-                    continue
-                prog = load_file(os.path.join(SAMPLES, f"{name}.mlir"))
-                sched = parse(text)
-                ms = [eng.measure(prog, sched) for _ in range(args.repeats)]
-                bad = [m for m in ms if not m.ok]
-                if bad:
-                    print(f"{name} {kind}: {bad[0].status}: {bad[0].error}", file=sys.stderr)
-                    return 1
-                rows.append(summarize(name, kind, text, ms))
-                _line(rows[-1], args.json)
+            return _cases(CASES, args, lambda name, text: eng.measure(load(name), parse(text)))
+
+
+def _cases(cases: list[tuple[str, str, str]], args: argparse.Namespace, measure) -> int:
+    """Each case measured `args.repeats` times by `measure(sample, schedule text)`, summarized and reported."""
+    rows = []
+    for name, kind, text in cases:
+        if args.only and name not in args.only.split(","):
+            continue
+        ms = [measure(name, text) for _ in range(args.repeats)]
+        bad = [m for m in ms if not m.ok]
+        if bad:
+            print(f"{name} {kind}: {bad[0].status}: {bad[0].error}", file=sys.stderr)
+            return 1
+        rows.append(summarize(name, kind, text, ms))
+        _line(rows[-1], args.json)
     return _report(rows, args.json)
 
 
