@@ -144,6 +144,14 @@ def test_a_difference_inside_the_noise_is_a_tie():
     assert m(1.0, 0.5).beats(Measurement("crash", "y")) and not Measurement("crash", "y").beats(m(1.0, 0.0))
 
 
+def ticking(clock: list[float], ms: float):
+    """A kernel whose every run takes `ms` on a fake clock (`clock[0]`, in seconds)."""
+    def run() -> float:
+        clock[0] += ms / 1e3
+        return ms
+    return run
+
+
 def test_a_slow_kernel_is_timed_in_fewer_rounds_of_one_run():
     """A 2048^3 matmul's untransformed run takes 8.6 s: ten rounds of three runs were four minutes."""
     t = time_kernel(fake([8600.0, 8700.0]), 8600.0, TimingConfig())
@@ -160,10 +168,7 @@ def test_no_round_starts_that_would_end_after_the_deadline(monkeypatch):
     clock = [1000.0]
 
     def kernel(ms):
-        def run():
-            clock[0] += ms / 1e3
-            return ms
-        return run
+        return ticking(clock, ms)
 
     monkeypatch.setattr(timing.time, "time", lambda: clock[0])
     t = time_kernel(kernel(8600.0), 8600.0, TimingConfig(), deadline=1030.0)
@@ -182,10 +187,7 @@ def test_a_runaway_is_timed_only_until_its_cap(monkeypatch):
     clock = [0.0]
 
     def kernel(ms):
-        def run():
-            clock[0] += ms / 1e3
-            return ms
-        return run
+        return ticking(clock, ms)
 
     monkeypatch.setattr(timing.time, "monotonic", lambda: clock[0])
     # 0.45 s runs, the cap 1.5 s away: three rounds fit (1.35 s), a fourth would not; the 20 ms baseline's
