@@ -1,8 +1,8 @@
 """Behaviour cloning from traces: pre-training before PPO (Pearl Sec. 5.2's idea, with schedules as data).
 
-Each episode of a trace (engine.trace: `read_trace(path).episodes()`) is one schedule; its steps are
-taken again on a Session in traversal order (`engine.trace.schedule_steps`) and the action vectors
-re-derived with engine.actions.to_vectors (an interchange becomes its N level-pointer steps), so the
+Each episode of a trace (engine.rl.trace: `read_trace(path).episodes()`) is one schedule; its steps are
+taken again on a Session in traversal order (`engine.rl.trace.schedule_steps`) and the action vectors
+re-derived with engine.rl.actions.to_vectors (an interchange becomes its N level-pointer steps), so the
 observation and masks are the ones the policy sees. An op whose recorded actions do not end with V or NT
 gets an NT, which leaves the schedule unchanged. When the episode's last measurement succeeded, the value
 head is trained towards its log speedup too (actor-critic pre-training).
@@ -24,9 +24,9 @@ from torch import optim
 from mlir_rl_tui.agent.policy import ActorCritic, distribution, evaluate_actions, load, masks_for, save, stack_masks
 from mlir_rl_tui.engine import EngineError, Program, load_file
 from mlir_rl_tui.engine import load as load_program
-from mlir_rl_tui.engine.actions import apply_vector, to_vectors
-from mlir_rl_tui.engine.schedule import Schedule
-from mlir_rl_tui.engine.trace import TraceEpisode, read_trace, schedule_steps
+from mlir_rl_tui.engine.rl.actions import apply_vector, to_vectors
+from mlir_rl_tui.engine.rl.trace import TraceEpisode, read_trace, schedule_steps
+from mlir_rl_tui.engine.schedule.notation import Schedule
 
 
 @dataclass
@@ -49,7 +49,7 @@ def _log_speedup(ep: TraceEpisode) -> float | None:
 
 def examples_from_schedule(program: Program, schedule: Schedule, value: float | None = None,
                            weight: float = 1.0) -> list[Example]:
-    """Decisions that build `schedule` on `program`, op by op in traversal order (engine.trace.schedule_steps),
+    """Decisions that build `schedule` on `program`, op by op in traversal order (engine.rl.trace.schedule_steps),
     each with `weight` in the cloning loss."""
     out: list[Example] = []
     for sess, op, a in schedule_steps(program, schedule):
@@ -143,7 +143,7 @@ def main(argv: list[str] | None = None) -> str:
     p.add_argument("--lr", type=float, default=1e-3)
     p.add_argument("--seed", type=int, default=0)
     a = p.parse_args(argv)
-    from mlir_rl_tui.engine.programs import load_programs
+    from mlir_rl_tui.engine.corpus.programs import load_programs
 
     progs = load_programs(a.programs) if a.programs else []
     ex = [e for t in a.traces for e in examples_from_trace(t, progs)]

@@ -1,11 +1,11 @@
 """Training programs from PyTorch: common model blocks at drawn sizes, exported with torch-mlir.
 
-The generator of `engine.dataset` writes single linalg ops and chains of them; what users open is often a
+The generator of `engine.corpus.generator` writes single linalg ops and chains of them; what users open is often a
 torch-mlir export of a model block (batch norms as elementwise generics, transposes, broadcasts, reductions,
 padded convolutions). `generate_blocks(out, n, seed)` draws n blocks from the families below (or from
 `families` only, in turn), exports each with `agent.torch_import.import_module` (odd draws as torch-mlir
 writes them, even ones through `import`'s graph passes, the two forms a user meets) and writes a
-manifest.json that `engine.dataset.read_manifest` reads, so that `train --recipe default --more OUT` trains
+manifest.json that `engine.corpus.generator.read_manifest` reads, so that `train --recipe default --more OUT` trains
 on them. `export_blocks` runs it in a child process (`python -m mlir_rl_tui.agent.block_programs OUT N SEED
 [--sizes NAME | --small] [FAMILY...]`): torch-mlir's own MLIR bindings loaded beside PyTorch in a long-lived process can crash it
 later (seen: a segfault in the next in-process PyTorch call). Sizes are drawn from wider ranges than
@@ -296,7 +296,7 @@ def generate_blocks(out_dir: str, n: int, seed: int = 0,
 def export_blocks(out_dir: str, n: int, seed: int = 0, timeout: float = 1800,
                   families: tuple[str, ...] = FAMILIES, sizes: str = "default") -> dict:
     """`generate_blocks` in a child process (see the module docstring); returns the manifest."""
-    from mlir_rl_tui.engine.dataset import read_manifest
+    from mlir_rl_tui.engine.corpus.generator import read_manifest
     from mlir_rl_tui.engine.errors import EngineError
 
     try:

@@ -29,8 +29,8 @@ from mlir_rl_tui.agent.checkpoint import CheckpointError, dataclass_from_json, l
 from mlir_rl_tui.agent.costmodel_features import PER_LOOP, SCALARS, op_vector_size, program_matrix
 from mlir_rl_tui.engine.config import ARITH_KINDS, DEFAULT_LIMITS, OP_TYPES, Limits
 from mlir_rl_tui.engine.errors import EngineError
-from mlir_rl_tui.engine.program import Program
-from mlir_rl_tui.engine.schedule import Schedule
+from mlir_rl_tui.engine.ir.program import Program
+from mlir_rl_tui.engine.schedule.notation import Schedule
 
 KIND = "cost-model"
 DEFAULT_MODEL = os.path.join(os.path.dirname(__file__), "checkpoints", "costmodel.pt")

@@ -1,7 +1,7 @@
 """The cost model's input: one compact vector per linalg op of a (program, schedule) pair.
 
-Built from the engine's view of the op after the whole schedule (engine.mask.walk: the same `OpState` the
-policy's observation comes from) and from the paper's feature vector of that state (engine.features): the
+Built from the engine's view of the op after the whole schedule (engine.schedule.state.walk: the same `OpState` the
+policy's observation comes from) and from the paper's feature vector of that state (engine.rl.features): the
 op-type one-hot, loop bounds and iterator types, the vectorization flag and the arithmetic counts are
 taken as they are (bounds and counts log-scaled); the two large sparse blocks are summarized, since a few
 thousand samples cannot fit 4,000 mostly-zero inputs:
@@ -25,10 +25,10 @@ import numpy as np
 
 from mlir_rl_tui.engine.config import DEFAULT_LIMITS, Limits
 from mlir_rl_tui.engine.errors import ScheduleError
-from mlir_rl_tui.engine.features import features, split
-from mlir_rl_tui.engine.mask import OpState, vector_elements, walk
-from mlir_rl_tui.engine.program import Program
-from mlir_rl_tui.engine.schedule import TILED, Schedule
+from mlir_rl_tui.engine.ir.program import Program
+from mlir_rl_tui.engine.rl.features import features, split
+from mlir_rl_tui.engine.schedule.notation import TILED, Schedule
+from mlir_rl_tui.engine.schedule.state import OpState, vector_elements, walk
 
 #: Names of the scalar features after the per-loop blocks (in order).
 SCALARS = ("parallelized", "fused", "fused_into", "tiled", "interchanged", "vectorized", "log_vector",

@@ -1,6 +1,6 @@
 """Training and evaluating the cost model (agent.costmodel) on the measurement cache.
 
-Every ok row of the cache (engine.cache.Cache.entries) whose program is among the given ones is a sample
+Every ok row of the cache (engine.store.cache.Cache.entries) whose program is among the given ones is a sample
 `(program, schedule) -> log speedup`; rows of several machines for one schedule are averaged. Programs are
 split, never samples: the eval split of a data set folder and the files named as held out are only
 evaluated on, so the figures say how the model ranks schedules of programs it has not seen.
@@ -18,11 +18,11 @@ import torch
 
 from mlir_rl_tui.agent.costmodel import HIDDEN, CostModel, OpSum, batch, static_mask
 from mlir_rl_tui.agent.costmodel_features import op_vector_size, program_matrix
-from mlir_rl_tui.engine.cache import Cache
 from mlir_rl_tui.engine.config import DEFAULT_LIMITS, Limits
 from mlir_rl_tui.engine.errors import EngineError, ScheduleError
-from mlir_rl_tui.engine.program import Program, load_file
-from mlir_rl_tui.engine.schedule import Schedule, parse
+from mlir_rl_tui.engine.ir.program import Program, load_file
+from mlir_rl_tui.engine.schedule.notation import Schedule, parse
+from mlir_rl_tui.engine.store.cache import Cache
 
 
 @dataclass
@@ -57,10 +57,10 @@ class Programs:
 
 
 def read_programs(items: list[str], held_out: list[str] = ()) -> Programs:
-    """Programs of `items` (engine.programs.program_paths: samples, data sets, folders, files; a data set's
+    """Programs of `items` (engine.corpus.programs.program_paths: samples, data sets, folders, files; a data set's
     eval split is held out) and of `held_out` (all held out)."""
-    from mlir_rl_tui.engine.dataset import read_manifest
-    from mlir_rl_tui.engine.programs import program_paths
+    from mlir_rl_tui.engine.corpus.generator import read_manifest
+    from mlir_rl_tui.engine.corpus.programs import program_paths
 
     out = Programs()
     for group, all_held in ((items, False), (held_out, True)):

@@ -38,7 +38,7 @@ from collections.abc import Callable
 
 from mlir_rl_tui.agent.fallback import below_baseline, fallback_fires, with_fallback
 from mlir_rl_tui.engine import Engine, Session, load_file, to_text
-from mlir_rl_tui.engine.remeasure import figure, pooled_baseline, remeasure, speedups
+from mlir_rl_tui.engine.measure.remeasure import figure, pooled_baseline, remeasure, speedups
 
 
 def gmean(xs: list[float | None]) -> float | None:
@@ -174,7 +174,7 @@ def evaluate_program(eng: Engine, policies: list, path: str, budgets: list[int],
         row[f"{k}_below_baseline"] = below_baseline(*own)
         row[_fallback_key(k)] = fallback_fires(*own)
         row[f"{k}_with_fallback"] = with_fallback(*own)
-    row["contended"] = sum(m.contended for ms in runs.values() for m in ms)  # engine.contention, after retries
+    row["contended"] = sum(m.contended for ms in runs.values() for m in ms)  # engine.measure.contention, after retries
     row["far"] = sum(m.far for ms in runs.values() for m in ms)  # the host kept the cores far, after retries
     handoff = [m.handoff_us for ms in runs.values() for m in ms if m.handoff_us]
     row["handoff_us"] = statistics.median(handoff) if handoff else None  # the cores' state while measured

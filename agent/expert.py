@@ -1,7 +1,7 @@
 """Imitation targets: what of a search result is worth imitating (`mlir-rl-tui train --recipe default`, agent/recipes.py).
 
 The search itself is `engine.search` (hill climbing and the others); its results go to traces through
-`engine.trace.write_schedule`.
+`engine.rl.trace.write_schedule`.
 """
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from collections.abc import Callable
 
 from mlir_rl_tui.engine import Engine, Program, Schedule, Session, to_text
 from mlir_rl_tui.engine.errors import ScheduleError
-from mlir_rl_tui.engine.mask import effective
-from mlir_rl_tui.engine.remeasure import figure, remeasure, speedups
-from mlir_rl_tui.engine.schedule import TILED, Action
+from mlir_rl_tui.engine.measure.remeasure import figure, remeasure, speedups
+from mlir_rl_tui.engine.schedule.notation import TILED, Action
+from mlir_rl_tui.engine.schedule.state import effective
 
 
 def to_candidates(sess: Session, a: Action) -> Action:
@@ -57,7 +57,7 @@ def legal_schedule(program: Program, per_op: dict[str, list[Action]], openmp: bo
 
 def policy_target(program: Program, schedule: Schedule, openmp: bool = True) -> Schedule:
     """The schedule as the policy imitates it: tile sizes it can choose (`to_candidates`), and without the
-    tilings that tile nothing (`engine.mask.effective`: no code, and imitated they teach the policy to spend
+    tilings that tile nothing (`engine.schedule.state.effective`: no code, and imitated they teach the policy to spend
     its tau on them: hill climbing's schedules have them, e.g. `T(16)` on a loop of 16)."""
     fitted = legal_schedule(program, schedule.ops, openmp, fit=to_candidates)
     return legal_schedule(program, effective(program, fitted, openmp=openmp, sizes_as_given=True).ops, openmp)
@@ -80,9 +80,9 @@ def imitation_target(engine: Engine, program: Program, schedule: Schedule, measu
 def confirmed(engine: Engine, program: Program, schedules: list[Schedule],
               rounds: int = 3) -> list[tuple[Schedule, float, list[float]]]:
     """The schedules measured again, fresh (not from the cache), interleaved A B C ... for `rounds` rounds
-    and more while one's runs are split (engine.remeasure), each run's speedup over the untransformed
+    and more while one's runs are split (engine.measure.remeasure), each run's speedup over the untransformed
     program's time measured in between (pooled): (schedule, its figure, the runs), the best figure first
-    (the fastest run, 0 if one failed: engine.remeasure.figure).
+    (the fastest run, 0 if one failed: engine.measure.remeasure.figure).
 
     A search's best as found is the fastest of its noisy measurements (the winner's curse), and a parallel
     schedule can measure at one level at one moment and at another later; timed side by side, two schedules

@@ -34,10 +34,10 @@ from typing import Protocol
 
 import numpy as np
 
-from mlir_rl_tui.engine.actions import to_action
 from mlir_rl_tui.engine.config import TRANSFORMATIONS
 from mlir_rl_tui.engine.errors import ScheduleError
-from mlir_rl_tui.engine.schedule import TILED, Schedule
+from mlir_rl_tui.engine.rl.actions import to_action
+from mlir_rl_tui.engine.schedule.notation import TILED, Schedule
 
 FINISH = ("V", "NT")
 """the group that ends the op"""

@@ -28,10 +28,10 @@ from torch import nn
 
 from mlir_rl_tui.agent import checkpoint as ck
 from mlir_rl_tui.agent.explain import DECODES
-from mlir_rl_tui.engine.actions import enumerated_candidates, head_masks
 from mlir_rl_tui.engine.config import DEFAULT_LIMITS, TRANSFORMATIONS, Limits
-from mlir_rl_tui.engine.features import blocks, feature_size
-from mlir_rl_tui.engine.schedule import TILED
+from mlir_rl_tui.engine.rl.actions import enumerated_candidates, head_masks
+from mlir_rl_tui.engine.rl.features import blocks, feature_size
+from mlir_rl_tui.engine.schedule.notation import TILED
 
 NEG = -1e8  # masked logit
 KIND = {k: i for i, k in enumerate(TRANSFORMATIONS)}
@@ -127,7 +127,7 @@ class ActorCritic(nn.Module):
 # ----------------------------------------------------------------------------------------------
 # Masks and action vectors as tensors
 def masks_for(session, limits: Limits = DEFAULT_LIMITS, interchange: str = "pointers") -> dict[str, np.ndarray]:
-    """Boolean masks per head for the session's current op (engine.actions.head_masks, plus enumerated I)."""
+    """Boolean masks per head for the session's current op (engine.rl.actions.head_masks, plus enumerated I)."""
     h = head_masks(session.mask(), limits)
     if interchange == "enumerated":
         st = session.current

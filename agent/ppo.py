@@ -43,7 +43,7 @@ from mlir_rl_tui.agent.policy import (
 from mlir_rl_tui.agent.ppo_args import Args
 from mlir_rl_tui.engine import Engine, Program, Session
 from mlir_rl_tui.engine import load as load_program
-from mlir_rl_tui.engine.actions import apply_vector
+from mlir_rl_tui.engine.rl.actions import apply_vector
 
 
 # ----------------------------------------------------------------------------------------------
@@ -292,7 +292,7 @@ def train(args: Args, on_iteration: Callable[[dict], None] | None = None,
           on_progress: Callable[[str], None] | None = None) -> str:
     """Train; returns the path of the final policy checkpoint (OUT/policy.pt). `on_iteration` gets each
     iteration's CSV row, `on_progress` a line saying what the iteration is doing (a progress line)."""
-    from mlir_rl_tui.engine.programs import load_programs
+    from mlir_rl_tui.engine.corpus.programs import load_programs
 
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)

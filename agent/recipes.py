@@ -2,7 +2,7 @@
 
 From the repository alone it makes agent/checkpoints/default.pt (that checkpoint is its output), in five stages:
 
-1. programs: the training programs of `PROGRAMS`, drawn with fixed seeds by `engine.dataset` and
+1. programs: the training programs of `PROGRAMS`, drawn with fixed seeds by `engine.corpus.generator` and
    `agent.block_programs` into DIR/programs; a program equal to an evaluation program (the main data set's
    eval split, the samples, tests/data/torch) is never trained on.
 2. teacher: hill climbing (`engine.search`) with BUDGET measurements on each training program. The target is
@@ -71,7 +71,7 @@ EVAL_ROUNDS = 3
 
 @dataclass(frozen=True)
 class Source:
-    """One folder of training programs: `engine.dataset.generate` (kind "generated"; its eval split is
+    """One folder of training programs: `engine.corpus.generator.generate` (kind "generated"; its eval split is
     evaluation) or `agent.block_programs` (kind "blocks"), drawn with `seed`."""
 
     folder: str
@@ -203,8 +203,8 @@ def make_programs(r: DefaultRecipe, st: Stages) -> tuple[list, list[str], dict[s
     """(training programs, evaluation program paths, training programs per folder)."""
     from mlir_rl_tui.agent.block_programs import export_blocks
     from mlir_rl_tui.engine import load_file
-    from mlir_rl_tui.engine.dataset import generate, read_manifest
-    from mlir_rl_tui.engine.samples import samples_dir
+    from mlir_rl_tui.engine.corpus.generator import generate, read_manifest
+    from mlir_rl_tui.engine.corpus.samples import samples_dir
 
     root = os.path.join(r.out, "programs")
     todo = [s for s in PROGRAMS if not os.path.exists(os.path.join(root, s.folder, "manifest.json"))]
@@ -443,7 +443,7 @@ def note_run(out: str, st: Stages) -> list[dict]:
     """Append this run of the recipe to DIR/runs.jsonl (a stopped run resumed is several runs): when it
     started, the commit, the machine and the seconds the stages had taken before it; returns every run so
     far. A run resumed on another machine or commit says so in the log, and default.json lists them all."""
-    from mlir_rl_tui.engine.doctor import cpu_model
+    from mlir_rl_tui.engine.measure.doctor import cpu_model
 
     path = os.path.join(out, "runs.jsonl")
     runs: list[dict] = []
@@ -469,8 +469,8 @@ def train_default(r: DefaultRecipe, log: Callable[[str], None] = print,
                   on_progress: Callable[[str], None] | None = None) -> str:
     """Run the recipe (module docstring); returns the path of the policy it made."""
     from mlir_rl_tui.agent.expert import RULE_GROUPS
-    from mlir_rl_tui.engine.doctor import cpu_model
     from mlir_rl_tui.engine.errors import EngineError
+    from mlir_rl_tui.engine.measure.doctor import cpu_model
 
     if not r.out:
         raise EngineError("give the run's folder: --out DIR")

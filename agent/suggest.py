@@ -16,9 +16,9 @@ import torch
 
 from mlir_rl_tui.agent.explain import DECODES, MEMBER_DECODES, CostModel, Explanation, LevelPointer, decide, explain
 from mlir_rl_tui.agent.policy import ActorCritic, Ensemble, distribution, load, masks_for
-from mlir_rl_tui.engine.actions import to_action
 from mlir_rl_tui.engine.errors import EngineError, ScheduleError
-from mlir_rl_tui.engine.schedule import Action, Schedule
+from mlir_rl_tui.engine.rl.actions import to_action
+from mlir_rl_tui.engine.schedule.notation import Action, Schedule
 
 DEFAULT_CHECKPOINT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "checkpoints", "default.pt")
 

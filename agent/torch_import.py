@@ -6,8 +6,8 @@ LINALG_ON_TENSORS) write a module the engine loads, weights included (`dense_res
 `torch.manual_seed(0)` (weights it draws at random are the same in every import) and put in eval mode. This RUNS the given Python file: only import files you trust (README, security note).
 
 Beside OUT.mlir the importer writes OUT.mlir.torch.npz: PyTorch's output on the engine's own seeded inputs
-(`engine.compile.random_inputs`), so the untransformed program (and through it every schedule the engine
-validates) can be checked against PyTorch, not only against itself (`check_against_torch`).
+(`engine.run.compile.random_inputs`), so the untransformed program (and through it every schedule the engine
+validates) is checked against PyTorch, not only against itself (engine.run.compare).
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ import numpy as np
 
 from mlir_rl_tui.agent.torch_passes import fold_batch_norms, subpixel_transposed_convs
 from mlir_rl_tui.engine.errors import EngineError
-from mlir_rl_tui.engine.graph import PASSES as GRAPH_PASSES
-from mlir_rl_tui.engine.graph import graph_passes
+from mlir_rl_tui.engine.rewrite.graph import PASSES as GRAPH_PASSES
+from mlir_rl_tui.engine.rewrite.graph import graph_passes
 
 _DTYPES = {"f32": "float32", "f64": "float64", "f16": "float16", "i64": "int64", "i32": "int32"}
 
@@ -85,7 +85,7 @@ def load_module(spec: str):
 
 #: What `import` does to a model besides exporting it (all by default; `--passes none` for torch-mlir's own
 #: output): `bn` and `convt` rewrite the module (agent.torch_passes: batch norms folded into the convolution
-#: before them, transposed convolutions as sub-pixel convolutions); the others are engine.graph's rewrites of
+#: before them, transposed convolutions as sub-pixel convolutions); the others are engine.rewrite.graph's rewrites of
 #: the exported MLIR.
 TORCH_PASSES = ("bn", "convt")
 PASSES = (*TORCH_PASSES, *GRAPH_PASSES)
@@ -121,8 +121,8 @@ def import_module(spec, inputs: list[str], out: str, seed: int = 0, passes: tupl
     except ImportError:
         raise EngineError("importing from PyTorch needs torch-mlir: pip install 'mlir-rl-tui[import]' "
                           "(or: pip install torch-mlir==20261001)") from None
-    from mlir_rl_tui.engine.compile import random_inputs
-    from mlir_rl_tui.engine.program import TensorSpec
+    from mlir_rl_tui.engine.ir.program import TensorSpec
+    from mlir_rl_tui.engine.run.compile import random_inputs
 
     if isinstance(spec, str):
         torch.manual_seed(seed)  # weights a module draws at random are those of torch.manual_seed(seed)
@@ -163,11 +163,11 @@ def import_module(spec, inputs: list[str], out: str, seed: int = 0, passes: tupl
 
 def _write_pair(out: str, text: str, output: np.ndarray, seed: int) -> None:
     """OUT.mlir and its reference OUT.mlir.torch.npz, each written beside its name, synced and renamed over it
-    (engine.atomic; the reference first): a failed or killed import leaves no cut file. The reference holds
+    (engine.store.atomic; the reference first): a failed or killed import leaves no cut file. The reference holds
     the sha256 of the program text it belongs to, so a reader that finds a new reference beside an old
     program (a kill between the two renames) refuses the pair instead of checking against the wrong output."""
-    from mlir_rl_tui.engine import atomic
-    from mlir_rl_tui.engine.program import sha256_text
+    from mlir_rl_tui.engine.ir.program import sha256_text
+    from mlir_rl_tui.engine.store import atomic
 
     try:
         with atomic.replacing(out) as prog_tmp, atomic.replacing(out + ".torch.npz") as ref_tmp:
@@ -197,19 +197,3 @@ def _first_line(e: BaseException) -> str:
         if "failed to legalize" in ln or "unsupported" in ln.lower() or "error:" in ln:
             return ln[:300]
     return (lines[0] if lines else type(e).__name__)[:300]
-
-
-def check_against_torch(path: str, output: np.ndarray, rtol: float = 1e-3, atol_scale: float = 1e-4) -> str | None:
-    """Compare a program's output (on seeded inputs) with the PyTorch reference saved at import; an error
-    line, or None when they agree (or when there is no reference)."""
-    ref_path = path + ".torch.npz"
-    if not os.path.exists(ref_path):
-        return None
-    with np.load(ref_path, allow_pickle=False) as z:
-        ref = z["output"]
-    if ref.shape != output.shape:
-        return f"PyTorch's result has shape {ref.shape}, the program's {output.shape}"
-    atol = atol_scale * max(1.0, float(np.abs(ref).max()))
-    if not np.allclose(output, ref, rtol=rtol, atol=atol):
-        return f"differs from PyTorch's result (max abs error {float(np.abs(output - ref).max()):.3g})"
-    return None

@@ -10,7 +10,7 @@ import torch
 
 from mlir_rl_tui import runtime
 
-#: Set beside KMP_AFFINITY when `load` set it: engine.pool gives its workers their pinning back.
+#: Set beside KMP_AFFINITY when `load` set it: engine.run.pool gives its workers their pinning back.
 UNPINNED = "MLIR_RL_TUI_UNPINNED"
 
 

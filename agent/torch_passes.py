@@ -1,4 +1,4 @@
-"""`import`'s rewrites of a PyTorch module before it is exported (engine.graph rewrites the exported MLIR).
+"""`import`'s rewrites of a PyTorch module before it is exported (engine.rewrite.graph rewrites the exported MLIR).
 
 - `bn`: eval-mode conv + batch norm pairs as one convolution (PyTorch's own
   `torch.fx.experimental.optimization.fuse`, what inference engines and torch.compile's freezing do).

@@ -3,7 +3,7 @@
 `reference(program)` maps a one-op program to a PyTorch callable on the engine's own seeded inputs, in the
 same memory layout (NHWC convolutions and poolings run on channels_last tensors, which is the same memory
 order), or None. `reference_output` is its result as a numpy array, to check the program against PyTorch.
-`time_reference` times it with the engine's own protocol (engine.timing: warm-up until stable, rounds,
+`time_reference` times it with the engine's own protocol (engine.measure.timing: warm-up until stable, rounds,
 median of the round minima), so both sides of a comparison use one estimator. Run it in a fresh process
 (`python -m mlir_rl_tui.agent.torch_reference FILE --threads N`) to keep PyTorch's spinning OpenMP threads away
 from the engine's timings; `benchmarks/vs_pytorch.py` and `mlir-rl-tui evaluate` do.
@@ -19,7 +19,7 @@ import sys
 import time
 from collections.abc import Callable
 
-from mlir_rl_tui.engine.program import Program
+from mlir_rl_tui.engine.ir.program import Program
 
 
 def reference(prog: Program, seed: int = 0) -> Callable[[], object] | None:
@@ -27,7 +27,7 @@ def reference(prog: Program, seed: int = 0) -> Callable[[], object] | None:
     import torch
     import torch.nn.functional as F
 
-    from mlir_rl_tui.engine.compile import random_inputs
+    from mlir_rl_tui.engine.run.compile import random_inputs
 
     names = [o.name for o in prog.ops if o.name != "linalg.fill"]
     if len(names) != 1:
@@ -75,7 +75,7 @@ def time_reference(prog: Program, threads: int) -> dict | None:
     """{"time_ms", "time_ci_ms", "runs"} of PyTorch eager on `threads` threads, or None."""
     import torch
 
-    from mlir_rl_tui.engine.timing import TimingConfig, time_kernel
+    from mlir_rl_tui.engine.measure.timing import TimingConfig, time_kernel
 
     torch.set_num_threads(threads)
     fn = reference(prog)
@@ -101,9 +101,9 @@ def time_module(spec: str, inputs: list[str], threads: int, compiled: bool = Fal
     import torch
 
     from mlir_rl_tui.agent.torch_import import load_module, parse_input
-    from mlir_rl_tui.engine.compile import random_inputs
-    from mlir_rl_tui.engine.program import TensorSpec
-    from mlir_rl_tui.engine.timing import TimingConfig, time_kernel
+    from mlir_rl_tui.engine.ir.program import TensorSpec
+    from mlir_rl_tui.engine.measure.timing import TimingConfig, time_kernel
+    from mlir_rl_tui.engine.run.compile import random_inputs
 
     torch.set_num_threads(threads)
     model = load_module(spec)
@@ -148,7 +148,7 @@ def run_in_subprocess(path: str, threads: int, timeout: float = 300.0, module: t
 
 
 def main() -> int:
-    from mlir_rl_tui.engine.program import load_file
+    from mlir_rl_tui.engine.ir.program import load_file
 
     ap = argparse.ArgumentParser(description="time PyTorch eager on a one-op program (or a whole module)")
     ap.add_argument("file")

@@ -1,11 +1,11 @@
 """Does a kernel built with `mlir-rl-tui build` run, called from Python, as fast as `apply` reports?
 
-For each schedule of the matmul sample (serial and parallel): `engine.native.build_library` writes the
+For each schedule of the matmul sample (serial and parallel): `engine.run.native.build_library` writes the
 shared library, `mlir_rl_tui.runtime.load` loads it in this process, and then --rounds interleaved rounds
 A B A B: A, the engine measures the schedule fresh (no cache, its workers, its timing protocol: what
 `apply` reports); B, this process calls the library from Python (`kernel(a, b)`, numpy arrays in, a numpy
 array out: what a user's program pays, allocation of the result and the call's Python overhead included),
-timed with the same protocol (engine.timing). Reports per schedule the ratio B / A per round (median and
+timed with the same protocol (engine.measure.timing). Reports per schedule the ratio B / A per round (median and
 min..max; goal <= 1.10) and checks the library's result against numpy.
 
     .venv/bin/python benchmarks/build_call.py [--rounds 5] [--json]
@@ -31,9 +31,9 @@ import time
 import numpy as np
 
 from mlir_rl_tui.engine import Engine, load_file, parse
-from mlir_rl_tui.engine.cache import Cache
-from mlir_rl_tui.engine.native import build_library
-from mlir_rl_tui.engine.timing import TimingConfig, time_kernel
+from mlir_rl_tui.engine.measure.timing import TimingConfig, time_kernel
+from mlir_rl_tui.engine.run.native import build_library
+from mlir_rl_tui.engine.store.cache import Cache
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -131,7 +131,7 @@ def overhead(rounds: int) -> dict:
 
     import mlir_rl_tui.torch as mtorch
     from mlir_rl_tui import runtime
-    from mlir_rl_tui.engine.loader import load_text
+    from mlir_rl_tui.engine.ir.loader import load_text
 
     prog = load_text(TINY, "tiny-add")
     sched = parse("op0: V")

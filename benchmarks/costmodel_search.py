@@ -48,7 +48,7 @@ def summary(ms: list) -> tuple[float, float, float]:
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--programs", help="an engine.dataset folder: its eval split is used")
+    p.add_argument("--programs", help="a folder `dataset generate` wrote: its eval split is used")
     p.add_argument("--split", default="eval", choices=["eval", "train", "all"])
     p.add_argument("--limit", type=int, default=0, help="only the first N programs of the split")
     p.add_argument("--hill", type=int, default=100)
@@ -64,10 +64,10 @@ def main() -> int:
         return 0
     from mlir_rl_tui.agent.costmodel import load_cost_model
     from mlir_rl_tui.engine import Engine, load_file
-    from mlir_rl_tui.engine.cache import CACHE_FILE, Cache
     from mlir_rl_tui.engine.config import MeasureConfig
-    from mlir_rl_tui.engine.dataset import read_manifest
+    from mlir_rl_tui.engine.corpus.generator import read_manifest
     from mlir_rl_tui.engine.search import search
+    from mlir_rl_tui.engine.store.cache import CACHE_FILE, Cache
 
     if not args.programs:
         sys.exit("--programs DATASET is needed")

@@ -16,7 +16,7 @@ import tempfile
 import time
 
 from mlir_rl_tui.engine import Engine, Session, load_file, parse
-from mlir_rl_tui.engine.cache import Cache
+from mlir_rl_tui.engine.store.cache import Cache
 
 HAND = {
     "serial": "op0: T(8,32,1) V",

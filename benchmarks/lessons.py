@@ -19,7 +19,7 @@ import sys
 
 from mlir_rl_tui import lessons
 from mlir_rl_tui.engine import Engine, load_file, parse
-from mlir_rl_tui.engine.remeasure import remeasure
+from mlir_rl_tui.engine.measure.remeasure import remeasure
 
 
 def main() -> int:

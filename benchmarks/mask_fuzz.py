@@ -1,6 +1,6 @@
 """Does a legal schedule compute the right answer? Random masked episodes, really compiled, run and checked.
 
-An episode is what a random masked agent does (engine.env): `action_space.sample(mask=info["action_mask"])`
+An episode is what a random masked agent does (engine.rl.env): `action_space.sample(mask=info["action_mask"])`
 until every op is finished. Each schedule is transformed, lowered, JIT-compiled, run and checked against the
 untransformed program on the same seeded inputs, in a worker (`--compile-only`: no run, and only every
 `--measure-every`-th episode run). A masked-legal schedule that ends in transform-error, compile-error, crash
@@ -12,7 +12,7 @@ The program sets (`--sets`, default all):
   torch            tests/data/torch/*.mlir: torch-mlir exports as they come (what `import --passes none` gives)
   blocks-none      the model blocks of tests/data/torch/blocks.py, imported with `--passes none`
   blocks           the same, imported with the default passes (NHWC convolutions, folded batch norm, ...)
-  generated        engine.dataset programs (single ops and chains), seeded
+  generated        engine.corpus.generator programs (single ops and chains), seeded
 The imported and generated sets are made once into `--workdir` (torch-mlir needed for the blocks).
 
     .venv/bin/python benchmarks/mask_fuzz.py --episodes 2000 [--sets samples,torch] [--workers 2]
@@ -38,7 +38,7 @@ from dataclasses import dataclass
 
 from mlir_rl_tui.engine import Engine, Program, Schedule, ScheduleError, load_file, parse, to_text
 from mlir_rl_tui.engine.config import MeasureConfig
-from mlir_rl_tui.engine.mask import check_schedule
+from mlir_rl_tui.engine.schedule.state import check_schedule
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -98,7 +98,7 @@ def program_paths(sets: list[str], workdir: str, generated: int = 12, seed: int 
         elif name == "generated":
             import numpy as np
 
-            from mlir_rl_tui.engine.dataset import draw
+            from mlir_rl_tui.engine.corpus.generator import draw
 
             d = os.path.join(workdir, "generated")
             os.makedirs(d, exist_ok=True)
@@ -160,7 +160,7 @@ def quick_engine(workers: int = 1) -> Engine:
     """An engine for the checked episodes (`Engine.validate`), with its own cache folder: its lock files
     then keep its baselines' timing apart from its own compiles only. Under the main engine's locks, a
     timing waits for an exclusive CPU lock that the fuzz's never-ending compiles (shared holders) starve."""
-    from mlir_rl_tui.engine.cache import Cache, default_cache_dir
+    from mlir_rl_tui.engine.store.cache import Cache, default_cache_dir
 
     folder = os.path.join(default_cache_dir(), "mask-fuzz")
     os.makedirs(folder, exist_ok=True)
@@ -222,7 +222,7 @@ def fuzz(programs: list[Program], episodes: int, seed: int = 0, engine: Engine |
     """Run `episodes` random masked episodes (round robin over `programs`) and check each schedule: run and
     compared with the untransformed program, or with `compile_only` only compiled (and every
     `measure_every`-th one run)."""
-    from mlir_rl_tui.engine.env import ScheduleEnv
+    from mlir_rl_tui.engine.rl.env import ScheduleEnv
 
     own = engine is None
     engine = engine or Engine(workers=workers)
@@ -313,7 +313,7 @@ def group(outcomes: list[Outcome]) -> dict[tuple[str, str], list[Outcome]]:
 
 
 def main() -> None:
-    from mlir_rl_tui.engine.cache import default_cache_dir
+    from mlir_rl_tui.engine.store.cache import default_cache_dir
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--episodes", type=int, default=2000)

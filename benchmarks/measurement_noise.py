@@ -28,8 +28,8 @@ import sys
 import tempfile
 
 from mlir_rl_tui.engine import Engine, load_file, parse
-from mlir_rl_tui.engine.cache import Cache
 from mlir_rl_tui.engine.config import DEFAULT_LIMITS, MeasureConfig
+from mlir_rl_tui.engine.store.cache import Cache
 
 SAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "samples")
 CASES = [
@@ -43,7 +43,7 @@ CASES = [
 
 
 #: parallel schedules measured as separate `apply --no-cache` commands: max/min 1.69 and 1.18, none flagged,
-#: on an Intel Xeon VM before the engine flagged a slow state per process (engine.timing's state probe)
+#: on an Intel Xeon VM before the engine flagged a slow state per process (engine.measure.timing's state probe)
 PROCESS_CASES = [
     ("matmul", "parallel", "op0: TP(32,32,0) T(8,32,1) V"),
     ("add", "parallel", "op0: TP(16,64) T(4,32) V"),
@@ -86,7 +86,7 @@ def summarize(name: str, kind: str, text: str, ms: list) -> dict:
     `steady_` spread is the others'."""
     times = [m.time_ms for m in ms]
     speed = [m.speedup for m in ms]
-    flagged = [m.unsteady or m.far or m.contended for m in ms]
+    flagged = [m.flagged for m in ms]
     steady = [t for t, f in zip(times, flagged) if not f] or times
     return {
         "program": name, "kind": kind, "schedule": text, "median_ms": statistics.median(times),

@@ -38,7 +38,7 @@ import sys
 import tempfile
 import time
 
-from mlir_rl_tui.engine.timing import STEADY_FACTOR
+from mlir_rl_tui.engine.measure.timing import STEADY_FACTOR
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ZOO = os.path.join(ROOT, "benchmarks", "model_zoo.py")
@@ -67,14 +67,14 @@ def call_ms(fn, x, seconds: float = 0.3, stat=statistics.median) -> float:
 
 
 def state_probe(out: str):
-    """The engine's state probe (engine.contention: the matmul sample's parallel schedule, cache-resident
+    """The engine's state probe (engine.measure.contention: the matmul sample's parallel schedule, cache-resident
     vector code that the host's slow spells slow like the kernels) built as a library and called here: a
     function giving its fastest of 5 runs, in ms. Rounds it says the host slowed are left out, as the
     engine leaves out its own unsteady rounds."""
     import numpy as np
 
     from mlir_rl_tui import runtime
-    from mlir_rl_tui.engine.contention import STATE_PARALLEL, STATE_RUNS, STATE_SAMPLE
+    from mlir_rl_tui.engine.measure.contention import STATE_PARALLEL, STATE_RUNS, STATE_SAMPLE
 
     lib = os.path.join(out, "state_probe.so")
     p = subprocess.run([sys.executable, "-m", "mlir_rl_tui", "build", STATE_SAMPLE, "--schedule", STATE_PARALLEL,
@@ -207,7 +207,7 @@ def main() -> None:
                     else:
                         t = call_ms(variants[k], x)
                     taken[k].append((t, max(before, probe())))
-        # rounds the host did not slow (the engine's state probe, engine.contention: its library's fastest of
+        # rounds the host did not slow (the engine's state probe, engine.measure.contention: its library's fastest of
         # 5 runs within STEADY_FACTOR of its fastest), when there are 2 or more; else every round
         limit = STEADY_FACTOR * min(p for k in kinds for _, p in taken[k])
         steady = [r for r in range(args.rounds) if all(taken[k][r][1] <= limit for k in kinds)]

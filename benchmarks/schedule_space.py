@@ -5,7 +5,7 @@ Two tables, measured through the engine (new V: contraction form, hoisted accumu
 1. register tiles: serial `T(outer) V` on matmul 256^3 and conv2d 56x56x64 (3x3), GFLOP/s and % of the
    FMA peak, for the tile sizes of `Limits.tile_sizes` and for candidates outside it (6, 7, 12, 14, ...);
 2. vector size: compile time (lower + JIT) and speed against the vectorized extent (the product of the
-   tiled op's extents, `engine.mask.vector_elements`), which `Limits.max_vector_elements` bounds.
+   tiled op's extents, `engine.schedule.state.vector_elements`), which `Limits.max_vector_elements` bounds.
 
     .venv/bin/python benchmarks/schedule_space.py [--only tiles|vectors]
 """
@@ -18,7 +18,7 @@ import sys
 
 from mlir_rl_tui.engine import Engine, load_file, parse
 from mlir_rl_tui.engine.config import MeasureConfig
-from mlir_rl_tui.engine.mask import check_schedule, vector_elements
+from mlir_rl_tui.engine.schedule.state import check_schedule, vector_elements
 
 SAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "samples")
 

@@ -7,7 +7,7 @@ For each single-op sample (and, with --dataset, each one-op program of a data se
    timing protocol, pinned OpenMP threads), and PyTorch eager in a fresh process with the same thread
    count and the same timing protocol (agent.torch_reference: channels_last for NHWC ops);
 3. per program: the ratio PyTorch time / product time (median over rounds, with min..max), GFLOP/s and
-   % of the machine's roofline (FMA peak or bandwidth, engine.roofline). Geomean over the programs.
+   % of the machine's roofline (FMA peak or bandwidth, engine.measure.roofline). Geomean over the programs.
 
     .venv/bin/python benchmarks/vs_pytorch.py [--budget 100] [--rounds 5] [--threads 2] [--dataset DIR]
     .venv/bin/python benchmarks/vs_pytorch.py --blocks [--only MLP,Attention] [--no-compile] [--passes none]
@@ -85,7 +85,7 @@ def main() -> int:
 
     paths = [os.path.join(ROOT, "samples", f"{n}.mlir") for n in (args.only.split(",") if args.only else SAMPLES)]
     if args.dataset:
-        from mlir_rl_tui.engine.programs import program_paths
+        from mlir_rl_tui.engine.corpus.programs import program_paths
 
         paths += [p for p in program_paths([args.dataset], "eval")
                   if sum(1 for o in load_file(p).ops if o.name != "linalg.fill") == 1]
@@ -115,7 +115,7 @@ def main() -> int:
                 ratios.append(t["time_ms"] / m.time_ms)
                 log(f"  round {i}: product {m.time_ms:.4f} ms ({100 * (m.peak_fraction or 0):.0f}% of {m.bound} "
                     f"peak), torch {t['time_ms']:.4f} ms, ratio {ratios[-1]:.2f}"
-                    + (" (far cores after every retry: engine.contention.far)" if m.far else ""))
+                    + (" (far cores after every retry: engine.measure.contention.far)" if m.far else ""))
             if not ratios:
                 continue
             rows.append({

@@ -6,13 +6,14 @@ import importlib
 from typing import TYPE_CHECKING
 
 #: The engine's public names and their modules, imported when first used (PEP 562), so a light module of the
-#: engine (engine.samples, engine.schedule) is imported without numpy and the worker machinery.
+#: engine (engine.corpus.samples, engine.schedule.notation) is imported without numpy and the worker machinery.
 _EXPORTS = {
     "DEFAULT_LIMITS": "config", "DEFAULT_MEASURE": "config", "Limits": "config", "MeasureConfig": "config",
     "Engine": "engine", "Measurement": "engine",
     "EngineError": "errors", "LoadError": "errors", "ScheduleError": "errors",
-    "LinalgOp": "program", "Program": "program", "load": "program", "load_file": "program",
-    "Action": "schedule", "Schedule": "schedule", "parse": "schedule", "to_text": "schedule",
+    "LinalgOp": "ir.program", "Program": "ir.program", "load": "ir.program", "load_file": "ir.program",
+    "Action": "schedule.notation", "Schedule": "schedule.notation", "parse": "schedule.notation",
+    "to_text": "schedule.notation",
     "Session": "session",
 }
 __all__ = [
@@ -25,8 +26,8 @@ if TYPE_CHECKING:
     from mlir_rl_tui.engine.config import DEFAULT_LIMITS, DEFAULT_MEASURE, Limits, MeasureConfig
     from mlir_rl_tui.engine.engine import Engine, Measurement
     from mlir_rl_tui.engine.errors import EngineError, LoadError, ScheduleError
-    from mlir_rl_tui.engine.program import LinalgOp, Program, load, load_file
-    from mlir_rl_tui.engine.schedule import Action, Schedule, parse, to_text
+    from mlir_rl_tui.engine.ir.program import LinalgOp, Program, load, load_file
+    from mlir_rl_tui.engine.schedule.notation import Action, Schedule, parse, to_text
     from mlir_rl_tui.engine.session import Session
 
 
@@ -39,7 +40,7 @@ def __getattr__(name: str):
 
 
 def _register_env_with_gymnasium() -> None:
-    """Gymnasium id `mlir_rl/Schedule-v0` (engine.env): registered now if gymnasium is already imported,
+    """Gymnasium id `mlir_rl/Schedule-v0` (engine.rl.env): registered now if gymnasium is already imported,
     else as soon as it is (an import hook), so `import mlir_rl_tui.engine` does not pay for importing gymnasium
     (0.1-0.3 s of import time) and `gymnasium.make("mlir_rl/Schedule-v0")` still works after it."""
     import importlib.abc
@@ -47,11 +48,11 @@ def _register_env_with_gymnasium() -> None:
     import sys
 
     def register() -> None:
-        # as engine.env.register, without importing mlir_rl_tui.engine.env (it may be the module importing gymnasium)
+        # as engine.rl.env.register, without importing mlir_rl_tui.engine.rl.env (it may be the module importing gymnasium)
         import gymnasium
 
         if "mlir_rl/Schedule-v0" not in gymnasium.registry:
-            gymnasium.register(id="mlir_rl/Schedule-v0", entry_point="mlir_rl_tui.engine.env:make")
+            gymnasium.register(id="mlir_rl/Schedule-v0", entry_point="mlir_rl_tui.engine.rl.env:make")
 
     if "gymnasium" in sys.modules:
         register()

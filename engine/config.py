@@ -54,10 +54,10 @@ def _seconds_from_env(name: str, default: float) -> float:
 
 @dataclass(frozen=True)
 class MeasureConfig:
-    """How a schedule is measured (engine.timing; paper Sec. VII-A.3, 2024 paper time-out rule)."""
+    """How a schedule is measured (engine.measure.timing; paper Sec. VII-A.3, 2024 paper time-out rule)."""
 
     #: At least this many timing rounds (a round: runs adding up to a few ms; the figure is the median over
-    #: the rounds of each round's fastest run). The paper took the median of 5 runs; the 2-core VM needs rounds (engine.timing).
+    #: the rounds of each round's fastest run). The paper took the median of 5 runs; the 2-core VM needs rounds (engine.measure.timing).
     runs: int = 10
     #: More rounds until the 95% confidence interval of the median is within this fraction of it ...
     target_rel: float = 0.01
@@ -78,22 +78,22 @@ class MeasureConfig:
     #: Niceness of the worker processes. The app uses 10 so compiling on both cores never starves its
     #: event loop; search and training keep 0 (nothing interactive competes with them).
     worker_nice: int = 0
-    #: Wait out the host's bad states: a parallel timing whose hand-off probe is far (engine.contention.far)
-    #: is timed again after up to 6.5 s, one with too few steady rounds (engine.timing) after up to 1.3 s,
+    #: Wait out the host's bad states: a parallel timing whose hand-off probe is far (engine.measure.contention.far)
+    #: is timed again after up to 6.5 s, one with too few steady rounds (engine.measure.timing) after up to 1.3 s,
     #: then flagged and not cached. Off (MLIR_RL_TUI_WAIT_FAR=0, the test suite's setting: its figures are
     #: not the point, and waiting made it 8 minutes longer) such timings are taken as they come, unflagged.
     wait_far: bool = field(default_factory=lambda: os.environ.get("MLIR_RL_TUI_WAIT_FAR", "1") != "0")
-    #: Time a kernel again while other processes use the cores it needs (engine.contention), and flag it
+    #: Time a kernel again while other processes use the cores it needs (engine.measure.contention), and flag it
     #: contended (not cached) if they still do. Off (MLIR_RL_TUI_CONTENTION=0, the test suite's setting: its
     #: test processes run side by side, and its figures are not the point) a timing is taken as it comes.
     contention: bool = field(default_factory=lambda: os.environ.get("MLIR_RL_TUI_CONTENTION", "1") != "0")
-    #: Time the state probe around every timing and take the figure from its steady rounds (engine.timing);
-    #: with wait_far, a timing with too few steady rounds is timed again (engine.contention.STATE_WAITS_S)
+    #: Time the state probe around every timing and take the figure from its steady rounds (engine.measure.timing);
+    #: with wait_far, a timing with too few steady rounds is timed again (engine.measure.contention.STATE_WAITS_S)
     #: before it is flagged unsteady and not cached.
     steady: bool = True
 
     def timing(self) -> dict:
-        """The engine.timing.TimingConfig fields this config sets (sent to the worker as JSON)."""
+        """The engine.measure.timing.TimingConfig fields this config sets (sent to the worker as JSON)."""
         return {"min_rounds": self.runs, "min_baseline_rounds": min(5, self.runs),
                 "target_rel": self.target_rel, "budget_s": self.budget_s}
 

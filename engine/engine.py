@@ -11,11 +11,10 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields
 
-from mlir_rl_tui.engine import drift
-from mlir_rl_tui.engine.cache import Cache, machine_fingerprint
-from mlir_rl_tui.engine.compile import parallel_runtime
 from mlir_rl_tui.engine.config import DEFAULT_LIMITS, DEFAULT_MEASURE, Limits, MeasureConfig
-from mlir_rl_tui.engine.contention import (
+from mlir_rl_tui.engine.ir.program import Program, TensorSpec, sha256_text
+from mlir_rl_tui.engine.measure import interval_floor
+from mlir_rl_tui.engine.measure.contention import (
     FAR_STALE,
     HANDOFF_PROGRAM,
     HANDOFF_SCHEDULE,
@@ -24,16 +23,17 @@ from mlir_rl_tui.engine.contention import (
     STATE_SERIAL,
     Fastest,
 )
-from mlir_rl_tui.engine.doctor import state_of
-from mlir_rl_tui.engine.mask import check_schedule, effective
-from mlir_rl_tui.engine.pool import Cancelled, WorkerDied, WorkerPool, WorkerTimeout
-from mlir_rl_tui.engine.program import Program, TensorSpec, sha256_text
-from mlir_rl_tui.engine.roofline import Peaks, empty_peaks, measure_peaks, place, program_bytes
-from mlir_rl_tui.engine.schedule import Schedule, to_text
-from mlir_rl_tui.engine.timing import STEADY_FACTOR
-from mlir_rl_tui.engine.transforms import script, uses_parallel
+from mlir_rl_tui.engine.measure.doctor import state_of
+from mlir_rl_tui.engine.measure.roofline import Peaks, empty_peaks, measure_peaks, place, program_bytes
+from mlir_rl_tui.engine.measure.timing import STEADY_FACTOR
+from mlir_rl_tui.engine.run.compile import parallel_runtime
+from mlir_rl_tui.engine.run.pool import Cancelled, WorkerDied, WorkerPool, WorkerTimeout
+from mlir_rl_tui.engine.schedule.notation import Schedule, to_text
+from mlir_rl_tui.engine.schedule.state import check_schedule, effective
+from mlir_rl_tui.engine.schedule.transforms import script, uses_parallel
+from mlir_rl_tui.engine.store.cache import Cache, machine_fingerprint
 
-#: Earlier figures of one (program, schedule) an engine pairs a new one with (engine.drift).
+#: Earlier figures of one (program, schedule) an engine pairs a new one with (engine.measure.interval_floor).
 SEEN = 5
 #: How much faster than a flagged figure (unsteady, far or contended) the machine's steady one may be.
 FLAGGED_SPAN = 2.0
@@ -47,12 +47,12 @@ _NOT_STORED = ("cached", "transformed_ir", "gflops", "peak_fraction", "bound", "
 class Measurement:
     """What measuring one schedule gave (status, time, speedup, spread, diagnostics).
 
-    Times are medians over the steady timing rounds (engine.timing); the baseline is the untransformed
+    Times are medians over the steady timing rounds (engine.measure.timing); the baseline is the untransformed
     program timed in the same worker in rounds interleaved with the schedule's, so the speedup is a ratio
     from one moment. Each interval claims 95%: a repeat of the measurement on this machine falls inside it
-    that often (the rounds' own interval, widened to how far repeats move here: engine.drift; a flagged
+    that often (the rounds' own interval, widened to how far repeats move here: engine.measure.interval_floor; a flagged
     figure's reaches down to what the steady machine may do). `gflops`, `peak_fraction` and `bound` place
-    the time on the machine's roofline (engine.roofline)."""
+    the time on the machine's roofline (engine.measure.roofline)."""
 
     status: str
     schedule: str
@@ -73,31 +73,37 @@ class Measurement:
     times_ms: list[float] = field(default_factory=list)  # median of each timing round
     stages_ms: dict[str, float] = field(default_factory=dict)
     transformed_ir: str | None = None
-    # cores other processes used during the timing (engine.contention; None: cached, or no /proc/stat), and
+    # cores other processes used during the timing (engine.measure.contention; None: cached, or no /proc/stat), and
     # whether that was more than the kernel left free after every retry: its time is not this kernel's alone
     foreign_cores: float | None = None
     contended: bool = False
-    # a parallel kernel's: the hand-off probe's median time around its timing (engine.contention), in us:
+    # a parallel kernel's: the hand-off probe's median time around its timing (engine.measure.contention), in us:
     # what a fork and join cost at that moment on this machine
     handoff_us: float | None = None
-    # whether the probe said the host kept the cores far apart through every retry (engine.contention.far):
+    # whether the probe said the host kept the cores far apart through every retry (engine.measure.contention.far):
     # the figure is this moment's, not the machine's usual, so it is not stored either
     far: bool = False
     # whether the timing stopped at the caller's deadline (`apply --max-seconds`) with fewer rounds than the
     # protocol asks: a wider interval, and not stored
     cut_short: bool = False
-    # whether too few timing rounds were steady (engine.timing: the state probe around them said the host was
+    # whether too few timing rounds were steady (engine.measure.timing: the state probe around them said the host was
     # slowing the cores' caches) through every retry: the figure is this moment's, and not stored either
     unsteady: bool = False
-    # the machine's state when this was measured, in one word (engine.doctor.state_of): "quiet", "noisy" or
-    # "unstable", from how far repeats move here (engine.drift) and whether this timing was flagged
+    # the machine's state when this was measured, in one word (engine.measure.doctor.state_of): "quiet", "noisy" or
+    # "unstable", from how far repeats move here (engine.measure.interval_floor) and whether this timing was flagged
     state: str = ""
-    # the state probe's fastest time around the timing (engine.contention), in ms; None: cached or no probe
+    # the state probe's fastest time around the timing (engine.measure.contention), in ms; None: cached or no probe
     probe_ms: float | None = None
 
     @property
     def ok(self) -> bool:
         return self.status == "ok"
+
+    @property
+    def flagged(self) -> bool:
+        """Taken in a bad host state through every retry (unsteady, far or contended): this moment's figure,
+        not the machine's usual, so it is not stored."""
+        return self.unsteady or self.far or self.contended
 
     @property
     def rel_error(self) -> float | None:
@@ -138,7 +144,7 @@ class Measurement:
     def from_record(cls, rec: dict) -> Measurement:
         """A cached record back as a Measurement; ValueError when it is not one this version stores (a
         missing or unknown field, an unknown status, an ok without positive finite times). A change to
-        the stored fields comes with a new ENGINE_VERSION (engine.cache), so older rows are not looked up
+        the stored fields comes with a new ENGINE_VERSION (engine.store.cache), so older rows are not looked up
         rather than rejected one by one."""
         stored = {f.name for f in fields(cls)} - set(_NOT_STORED)
         if set(rec) != stored:
@@ -189,7 +195,7 @@ class Engine:
         self.machine = machine_key(self.runtime)
         self.openmp = self.runtime is not None  # TP is masked without a parallel runtime
         self._lock = threading.Lock()
-        # engines sharing a cache folder share the timing locks (engine.worker._flock)
+        # engines sharing a cache folder share the timing locks (engine.run.worker._flock)
         lockdir = self.cache.folder if self.cache is not None and self.cache.usable else tempfile.gettempdir()
         self._lockfile = os.path.join(lockdir, f"timing-{os.getuid()}.lock")
         self._cpu_lockfile = os.path.join(lockdir, f"cpu-{os.getuid()}.lock")
@@ -199,10 +205,10 @@ class Engine:
         self.cores = len(os.sched_getaffinity(0)) if self.openmp else 1
         self._handoff_req: dict | None | bool = None  # False: the probe could not be built
         #: the fastest hand-off probe of this machine's parallel timings, in us: its near state, against which
-        #: a timing counts as far (engine.contention.far); kept in the machine's record (Peaks.handoff_us)
+        #: a timing counts as far (engine.measure.contention.far); kept in the machine's record (Peaks.handoff_us)
         self.near_handoff_us: float | None = None
         self._far_run: list[float] = []  # the probes of the far timings in a row just before (FAR_STALE)
-        #: the state probe (engine.contention) per kind (False: serial, True: parallel): its request entry, built
+        #: the state probe (engine.measure.contention) per kind (False: serial, True: parallel): its request entry, built
         #: once (False: could not be built), and its fastest time on this machine (kept in Peaks.probe_ms)
         self._state_req: dict[bool, dict | bool] = {}
         self.steady_ref: dict[bool, Fastest] = {}
@@ -240,7 +246,7 @@ class Engine:
                  deadline: float | None = None, quick: bool = False) -> Measurement:
         text = to_text(schedule)
         parallel = bool(text) and uses_parallel(schedule) and self.openmp
-        prev = None  # the cache's earlier figure: served, or paired with the new one (engine.drift)
+        prev = None  # the cache's earlier figure: served, or paired with the new one (engine.measure.interval_floor)
         if self.cache is not None:
             prev = self.cache.get(cache_key(program), text, self.machine, parse=Measurement.from_record)
             # checked: a corrupted record is reported, dropped and measured again; so is a wrong result (a bug
@@ -274,12 +280,12 @@ class Engine:
             m.speedup = m.baseline_ms / m.time_ms
             rel = m.speedup_ci or [1.0, 1.0]  # _run leaves the paired ratios' relative interval here
             m.speedup_ci = [m.speedup * rel[0], m.speedup * rel[1]]
-        if m.ok and not (m.unsteady or m.far or m.contended or m.cut_short):
+        if m.ok and not (m.flagged or m.cut_short):
             # two figures of one thing at different moments: the baseline timed alone and paired, and this
             # schedule's earlier figures and now: the ones this engine took (against each: a kernel can drift
-            # 5% over a minute in steps of 1%), else the cache's (engine.drift)
+            # 5% over a minute in steps of 1%), else the cache's (engine.measure.interval_floor)
             pairs = []
-            if base is not None and not (base.unsteady or base.far or base.contended or base.cut_short):
+            if base is not None and not (base.flagged or base.cut_short):
                 pairs.append((base.time_ms, m.baseline_ms))
             key = (program.sha256, text)
             with self._lock:
@@ -302,11 +308,11 @@ class Engine:
 
     def _imported(self, program: Program, schedule: Schedule, text: str, check: bool,
                   on_progress: Callable | None) -> Measurement | None:
-        """A figure imported for this machine (engine.measurement_file: `dataset import --as-this-machine`),
+        """A figure imported for this machine (engine.store.measurement_file: `dataset import --as-this-machine`),
         served only once this engine has compiled, run and checked the schedule here: the first lookup
         validates it (Engine.validate) and files it as validated; a schedule that does not validate is
         measured here instead (None), whatever the file said. None too when nothing was imported for it."""
-        from mlir_rl_tui.engine.measurement_file import IMPORTED, VALIDATED
+        from mlir_rl_tui.engine.store.measurement_file import IMPORTED, VALIDATED
 
         key = cache_key(program)
         done = self.cache.get(key, text, self.machine + VALIDATED, parse=Measurement.from_record)
@@ -334,32 +340,32 @@ class Engine:
         return m
 
     def repeat_floor(self) -> float:
-        """How far a repeat of a measurement moves on this machine (engine.drift.floor), relative."""
+        """How far a repeat of a measurement moves on this machine (engine.measure.interval_floor.floor), relative."""
         with self._lock:
-            return drift.floor(self._record().repeats)
+            return interval_floor.floor(self._record().repeats)
 
     def repeat_pairs(self) -> int:
-        """How many pairs the floor is learnt from (engine.drift.WINDOW at most)."""
+        """How many pairs the floor is learnt from (engine.measure.interval_floor.WINDOW at most)."""
         with self._lock:
             return len(self._record().repeats)
 
     def note_repeats(self, pairs: list[tuple[float | None, float | None]]) -> None:
-        """Learn from pairs of figures of one thing taken at different moments (engine.drift)."""
+        """Learn from pairs of figures of one thing taken at different moments (engine.measure.interval_floor)."""
         if not pairs:
             return
         with self._lock:
             rec = self._record()
             for a, b in pairs:
-                rec.repeats = drift.add(rec.repeats, a, b)
+                rec.repeats = interval_floor.add(rec.repeats, a, b)
             self._store_record()
 
     def _floor(self, m: Measurement) -> None:
-        """Widen a fresh figure's intervals to what a repeat moves here (engine.drift): the time's by the
+        """Widen a fresh figure's intervals to what a repeat moves here (engine.measure.interval_floor): the time's by the
         floor, the speedup's (two such figures) by the floor times sqrt(2)."""
         if not m.ok or m.cached or not m.time_ci_ms:
             return
         f = self.repeat_floor()
-        flagged = m.unsteady or m.far or m.contended
+        flagged = m.flagged
         m.state = "unstable" if flagged else state_of(1 + f, None, None)
         widen(m, f)
         if m.speedup and m.speedup_ci:
@@ -367,7 +373,7 @@ class Engine:
             m.speedup_ci = [min(m.speedup_ci[0], m.speedup / g), max(m.speedup_ci[1], m.speedup * g)]
 
     def peaks(self, need: tuple[bool, int] | None = None, on_progress: Callable | None = None) -> Peaks | None:
-        """This machine's roofline (engine.roofline), with what `need` = (parallel, working-set bytes) asks
+        """This machine's roofline (engine.measure.roofline), with what `need` = (parallel, working-set bytes) asks
         measured if it was not (about a second: the FMA peak and one bandwidth level), or with `need` None
         all of it (about 10 s); cached per machine. None when it cannot be measured."""
         with self._lock:
@@ -407,7 +413,7 @@ class Engine:
             self.cache.put_machine(self.machine, self._peaks.to_json())
 
     def _note_handoff(self, h: float | None, far: bool) -> None:
-        """Keep the near state's probe (engine.contention.far): the fastest seen, in this engine and in the
+        """Keep the near state's probe (engine.measure.contention.far): the fastest seen, in this engine and in the
         machine's record; after FAR_STALE far timings in a row, the fastest of those (a stale reference)."""
         if not h:
             return
@@ -451,7 +457,7 @@ class Engine:
 
     def per_op(self, program: Program, schedule: Schedule) -> list[dict]:
         """Each op's (or fused group's) share of the schedule's time: [{"ops", "ms", "share"}] in program
-        order (engine.profile). Raises EngineError when the schedule does not compile."""
+        order (engine.measure.per_op). Raises EngineError when the schedule does not compile."""
         states = check_schedule(program, schedule, self.limits, self.openmp)
         res, _ = self.worker_job(program, schedule, "the per-op profile", mode="per-op")
         groups = res["per_op"]
@@ -546,12 +552,12 @@ class Engine:
 
     # ------------------------------------------------------------------------------------------
     def _handoff(self) -> dict | None:
-        """The hand-off probe (engine.contention) as a request's "handoff" entry, built once."""
+        """The hand-off probe (engine.measure.contention) as a request's "handoff" entry, built once."""
         with self._lock:
             if self._handoff_req is None:
                 from mlir_rl_tui.engine.errors import EngineError
-                from mlir_rl_tui.engine.loader import load_text
-                from mlir_rl_tui.engine.schedule import parse
+                from mlir_rl_tui.engine.ir.loader import load_text
+                from mlir_rl_tui.engine.schedule.notation import parse
 
                 try:
                     prog = load_text(HANDOFF_PROGRAM, "<hand-off probe>")
@@ -562,13 +568,13 @@ class Engine:
             return self._handoff_req or None
 
     def _state_probe(self, parallel: bool) -> dict | None:
-        """The state probe (engine.contention) of a serial or parallel timing, as a request's entry."""
+        """The state probe (engine.measure.contention) of a serial or parallel timing, as a request's entry."""
         with self._lock:
             if parallel not in self._state_req:
+                from mlir_rl_tui.engine.corpus.samples import sample_path
                 from mlir_rl_tui.engine.errors import EngineError
-                from mlir_rl_tui.engine.loader import load_text
-                from mlir_rl_tui.engine.samples import sample_path
-                from mlir_rl_tui.engine.schedule import parse
+                from mlir_rl_tui.engine.ir.loader import load_text
+                from mlir_rl_tui.engine.schedule.notation import parse
 
                 try:
                     with open(sample_path(STATE_SAMPLE)) as f:
@@ -638,7 +644,7 @@ class Engine:
                 with self._lock:
                     self.near_handoff_us = self._record().handoff_us or None
             req["near_handoff_us"] = self.near_handoff_us
-        # The worker's watchdog stops a run at `limit` (engine.watchdog). This is the backstop for a
+        # The worker's watchdog stops a run at `limit` (engine.run.watchdog). This is the backstop for a
         # worker that does not answer at all, counted from its last progress event: a round is at most
         # 3 runs just under the limit, plus a baseline round (its runs are a tenth of the limit).
         run_timeout = 4 * limit + 5 if limit else 245.0
@@ -668,7 +674,7 @@ class Engine:
                         contended=bool(res.get("contended")), handoff_us=res.get("handoff_us"),
                         far=bool(res.get("far")), cut_short=res.get("stopped") == "deadline",
                         unsteady=bool(res.get("unsteady")), probe_ms=res.get("probe_ms"))
-        if m.ok and m.time_ci_ms and (m.unsteady or m.far or m.contended):
+        if m.ok and m.time_ci_ms and m.flagged:
             # a figure of a bad moment: the machine's steady figure may be as fast as its fastest round, as
             # the probe's slowdown says, or FLAGGED_SPAN times faster (flagged figures on the 2-core VM were
             # up to 1.7x their steady ones, some with a probe that moved less); the interval reaches down to it
@@ -714,7 +720,7 @@ class Engine:
         r = res["paired_ratio"]
         lo, hi = res.get("speedup_rel_ci") or [1.0, 1.0]
         return Comparison("ok", r, [r * lo, r * hi], m.time_ms, res.get("paired_baseline_ms"), res.get("pairs", 0),
-                          bool(m.unsteady or m.far or m.contended))
+                          bool(m.flagged))
 
 
 #: Outcomes of a moment, not of the schedule, so never served from the cache: a worker killed by a signal
@@ -753,11 +759,11 @@ _TAGS: dict[str, list[str]] = {}  # program sha256 -> the rewrite versions its c
 
 
 def cache_key(program: Program) -> str:
-    """The program's part of a measurement's cache key: its sha256, the versions of engine.math_approx and
-    engine.booleans when it holds what they rewrite, and the PyTorch reference beside it when it has one
+    """The program's part of a measurement's cache key: its sha256, the versions of engine.rewrite.math_approx and
+    engine.rewrite.booleans when it holds what they rewrite, and the PyTorch reference beside it when it has one
     (a result checked against one reference is not served against another)."""
-    from mlir_rl_tui.engine import booleans, math_approx
-    from mlir_rl_tui.engine.compile import ARGS_READ_ONLY_VERSION, writes_arguments
+    from mlir_rl_tui.engine.rewrite import booleans, math_approx
+    from mlir_rl_tui.engine.run.compile import ARGS_READ_ONLY_VERSION, writes_arguments
 
     key = program.sha256
     tags = _TAGS.get(key)

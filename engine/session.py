@@ -8,10 +8,10 @@ import numpy as np
 
 from mlir_rl_tui.engine.config import DEFAULT_LIMITS, Limits
 from mlir_rl_tui.engine.errors import ScheduleError
-from mlir_rl_tui.engine.features import features
-from mlir_rl_tui.engine.mask import ActionMask, OpState, action_mask, check_schedule
-from mlir_rl_tui.engine.program import Program
-from mlir_rl_tui.engine.schedule import Action, Schedule
+from mlir_rl_tui.engine.ir.program import Program
+from mlir_rl_tui.engine.rl.features import features
+from mlir_rl_tui.engine.schedule.notation import Action, Schedule
+from mlir_rl_tui.engine.schedule.state import ActionMask, OpState, action_mask, check_schedule
 
 
 @dataclass

@@ -83,12 +83,12 @@ class EngineAdapter:
         return self.engine.transformed_ir(program, schedule)
 
     def script(self, program: Program, schedule: Schedule) -> str:
-        from mlir_rl_tui.engine.transforms import script
+        from mlir_rl_tui.engine.schedule.transforms import script
 
         return script(program, schedule)
 
     def replayable(self, program: Program, schedule: Schedule) -> str:
-        from mlir_rl_tui.engine.export import replayable
+        from mlir_rl_tui.engine.ir.export import replayable
 
         return replayable(program, schedule)
 
@@ -168,7 +168,7 @@ class FakeAdapter:
         return "ok", f"// transformed by: {to_text(schedule)}\n{program.text}"
 
     def script(self, program: Program, schedule: Schedule) -> str:
-        from mlir_rl_tui.engine.transforms import script
+        from mlir_rl_tui.engine.schedule.transforms import script
 
         return script(program, schedule)
 

@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 from typing import TextIO
 
-#: What the engine's phases (engine.worker) mean to a user.
+#: What the engine's phases (engine.run.worker) mean to a user.
 _PHASES = {"baseline": "compiling and running the baseline", "compile": "compiling",
            "transform": "transforming, compiling",
            "retry": "timing again: other processes used the cores it needs, or the host slowed them",

@@ -11,7 +11,7 @@ another's description is refused in one line, as is a malformed description.
 
 The result is the buffer the kernel allocated, handed to numpy without a copy and freed with it. A call is
 one foreign call of two pointers: the library's C entry point builds the memref descriptors. A parallel
-kernel runs its OpenMP regions on GNU OpenMP (engine/kmpc_gomp.c), the runtime PyTorch's CPU build uses: in a
+kernel runs its OpenMP regions on GNU OpenMP (engine/run/kmpc_gomp.c), the runtime PyTorch's CPU build uses: in a
 PyTorch process on PyTorch's own threads; `OMP_NUM_THREADS` or `torch.set_num_threads` chooses their number.
 """
 
@@ -179,7 +179,7 @@ def _check_library(path: str, meta_path: str, meta: dict) -> None:
     if not isinstance(want, str):
         raise KernelError(f"{meta_path}: the description names no library (built by an earlier version); "
                           "build it again with `mlir-rl-tui build`")
-    from mlir_rl_tui.engine.atomic import file_sha256
+    from mlir_rl_tui.engine.store.atomic import file_sha256
 
     try:
         have = file_sha256(path)
@@ -249,19 +249,19 @@ def load(path: str) -> Kernel:
 def verify(path: str, reference: str, against: str = "PyTorch's result") -> str | None:
     """Run the kernel on the seeded inputs the output in `reference` was computed on (FILE.torch.npz, written
     by `mlir-rl-tui import`, or the untransformed program's, Engine.reference) and compare them by the
-    engine's own rule (engine.worker, the tolerances of engine.config.MeasureConfig); an error line naming
+    engine's own rule (engine.run.compare, the tolerances of engine.config.MeasureConfig); an error line naming
     `against`, or None when they agree."""
-    from mlir_rl_tui.engine.compile import random_inputs
     from mlir_rl_tui.engine.config import DEFAULT_MEASURE
-    from mlir_rl_tui.engine.program import TensorSpec
-    from mlir_rl_tui.engine.worker import _compare
+    from mlir_rl_tui.engine.ir.program import TensorSpec
+    from mlir_rl_tui.engine.run.compare import compare
+    from mlir_rl_tui.engine.run.compile import random_inputs
 
     kernel = load(path)
     with np.load(reference, allow_pickle=False) as z:
         ref, seed = z["output"], int(z["seed"])
     specs = [TensorSpec(tuple(s), d) for s, d in kernel.meta["args"]]
     out = kernel(*random_inputs(specs, seed))
-    ok, why = _compare(out, ref, DEFAULT_MEASURE.rtol, DEFAULT_MEASURE.atol_scale)
+    ok, why = compare(out, ref, DEFAULT_MEASURE.rtol, DEFAULT_MEASURE.atol_scale)
     return None if ok else f"against {against}: {why}"
 
 

@@ -16,9 +16,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from mlir_rl_tui.adapter import Adapter, Suggestion
-from mlir_rl_tui.engine import Action, EngineError, Measurement, Program, Session, atomic, parse, to_text
-from mlir_rl_tui.engine.actions import flat_mask
-from mlir_rl_tui.engine.trace import TraceRecorder, TraceStep
+from mlir_rl_tui.engine import Action, EngineError, Measurement, Program, Session, parse, to_text
+from mlir_rl_tui.engine.rl.actions import flat_mask
+from mlir_rl_tui.engine.rl.trace import TraceRecorder, TraceStep
+from mlir_rl_tui.engine.store import atomic
 
 
 @dataclass
@@ -150,7 +151,7 @@ class Workspace:
         return pts
 
     def profile(self, session: Session) -> list[dict]:
-        """Each op's share of the time of `session`'s schedule (blocking; engine.profile)."""
+        """Each op's share of the time of `session`'s schedule (blocking; engine.measure.per_op)."""
         groups = self.adapter.per_op(session.program, session.schedule)
         self.per_op[to_text(session.schedule)] = groups
         return groups
@@ -239,7 +240,7 @@ class Workspace:
             "schedule.txt": to_text(session.schedule) + "\n",
         }
         files = []
-        for name, text in outputs.items():  # each replaced whole (engine.atomic): never a cut file
+        for name, text in outputs.items():  # each replaced whole (engine.store.atomic): never a cut file
             atomic.write_text(os.path.join(folder, name), text)
             files.append(name)
         with atomic.replacing(os.path.join(folder, "trace.jsonl")) as tmp:  # this path's trace, not appended

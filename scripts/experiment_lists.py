@@ -14,7 +14,7 @@ import re
 import sys
 
 from mlir_rl_tui.engine import load_file
-from mlir_rl_tui.engine.dataset import read_manifest
+from mlir_rl_tui.engine.corpus.generator import read_manifest
 
 #: The block folders of the training programs beyond the data set's, in the order the recipe reads them.
 MORE = ["base/blocks_s1", "s13/blocks_s7", "small/blocks_s10", "aligned/blocks_s14", "s22/blocks_c21",

@@ -22,7 +22,7 @@ TORCH_FILES = sorted(TORCH.glob("*.mlir"))
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 # Timings are not what these tests check: the host's far spells would make each parallel one wait up to 6.5 s
-# (engine.contention.far; its own test turns the wait on)
+# (engine.measure.contention.far; its own test turns the wait on)
 os.environ.setdefault("MLIR_RL_TUI_WAIT_FAR", "0")
 # ... and the other test process's CPU time would make every timing be taken again and go uncached (its own
 # tests turn the check on)
@@ -121,7 +121,7 @@ def cache_dir(tmp_path_factory) -> pathlib.Path:
     os.environ["MLIR_RL_TUI_CACHE"] = str(d)  # CLI subprocesses inherit it
     # the roofline first, alone: measured beside another test process it would read that process's load
     from mlir_rl_tui.engine import Engine
-    from mlir_rl_tui.engine.cache import CACHE_FILE, Cache
+    from mlir_rl_tui.engine.store.cache import CACHE_FILE, Cache
 
     alone = _TURN.alone_now(root) if os.environ.get("PYTEST_XDIST_WORKER") else contextlib.nullcontext()
     with alone, Engine(cache=Cache(str(d / CACHE_FILE))) as eng:
@@ -133,8 +133,8 @@ def cache_dir(tmp_path_factory) -> pathlib.Path:
 def engine(cache_dir):
     """One real Engine (worker pool + SQLite cache in a temporary folder) for the whole run."""
     from mlir_rl_tui.engine import Engine
-    from mlir_rl_tui.engine.cache import Cache
     from mlir_rl_tui.engine.config import MeasureConfig
+    from mlir_rl_tui.engine.store.cache import Cache
 
     eng = Engine(config=MeasureConfig(runs=3), cache=Cache(str(cache_dir / "measurements.sqlite")))
     yield eng

@@ -7,9 +7,9 @@ import math
 
 import numpy as np
 
-from mlir_rl_tui.engine.actions import head_masks
 from mlir_rl_tui.engine.config import TRANSFORMATIONS
-from mlir_rl_tui.engine.schedule import TILED
+from mlir_rl_tui.engine.rl.actions import head_masks
+from mlir_rl_tui.engine.schedule.notation import TILED
 
 TINY = -30.0  # logit of an allowed choice the test does not name
 

@@ -16,7 +16,7 @@ from conftest import SAMPLES
 
 from mlir_rl_tui.agent.policy import KIND, distribution, evaluate_actions, sample
 from mlir_rl_tui.engine.config import TRANSFORMATIONS
-from mlir_rl_tui.engine.schedule import TILED
+from mlir_rl_tui.engine.schedule.notation import TILED
 
 N, M = 12, 8
 
@@ -94,7 +94,7 @@ def test_log_prob_and_entropy_match_brute_force_on_a_toy_mask():
 def test_one_decoder_for_sampled_vectors_in_both_interchange_formulations(matmul):
     from mlir_rl_tui.agent.policy import masks_for
     from mlir_rl_tui.engine import Action, Session
-    from mlir_rl_tui.engine.actions import apply_vector, enumerated_candidates, to_action
+    from mlir_rl_tui.engine.rl.actions import apply_vector, enumerated_candidates, to_action
 
     sess = Session(matmul)
     v = np.zeros(14, np.int64)
@@ -113,7 +113,7 @@ def test_behaviour_cloning_reproduces_the_trace(tmp_path, matmul):
     from mlir_rl_tui.agent.policy import ActorCritic, load, save
     from mlir_rl_tui.agent.suggest import Policy
     from mlir_rl_tui.engine import Session, parse
-    from mlir_rl_tui.engine.trace import write_schedule
+    from mlir_rl_tui.engine.rl.trace import write_schedule
 
     sched = parse("op0: TF(64,64,0) I(1,0,2) T(8,32,1) V; op1: NT")  # includes level-pointer steps
     trace = tmp_path / "t.jsonl"
@@ -172,7 +172,7 @@ def test_search_tile_sizes_beyond_the_candidates_become_ones_the_policy_can_choo
 
 def test_the_policy_imitates_no_tiling_that_tiles_nothing(matmul):
     """Hill climbing repeats tilings (`T(16)` on a loop of 16; `T(8,32,1)` on an 8x32x1 tile): no code
-    (engine.mask.effective), so the imitation target leaves them out rather than teach the policy to spend
+    (engine.schedule.state.effective), so the imitation target leaves them out rather than teach the policy to spend
     its tau on them; a size the policy cannot choose that covers the loop becomes such a tiling too."""
     from mlir_rl_tui.agent.bc import examples_from_schedule
     from mlir_rl_tui.agent.expert import policy_target

@@ -10,7 +10,7 @@ import pytest
 from mlir_rl_tui.adapter import EngineAdapter
 from mlir_rl_tui.app import make_app
 from mlir_rl_tui.engine import load_file, to_text
-from mlir_rl_tui.engine.trace import read_trace
+from mlir_rl_tui.engine.rl.trace import read_trace
 from mlir_rl_tui.widgets.action_bar import ActionBar
 from mlir_rl_tui.widgets.plot import SpeedupPlot
 from mlir_rl_tui.widgets.status_bar import StatusBar

@@ -11,7 +11,7 @@ from mlir_rl_tui.adapter import FakeAdapter
 from mlir_rl_tui.app import EntryChoice, make_app
 from mlir_rl_tui.engine import load_file
 from mlir_rl_tui.engine.errors import EntryError
-from mlir_rl_tui.engine.program import measurement_note
+from mlir_rl_tui.engine.ir.program import measurement_note
 from mlir_rl_tui.screens.entry import EntryPicker
 from mlir_rl_tui.screens.main import MainScreen
 

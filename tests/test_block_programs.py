@@ -14,7 +14,7 @@ def test_blocks_export_validate_and_train(tmp_path, cache_dir, monkeypatch):
     from mlir_rl_tui.agent import recipes
     from mlir_rl_tui.agent.block_programs import FAMILIES, export_blocks
     from mlir_rl_tui.engine import Engine, load_file
-    from mlir_rl_tui.engine.dataset import read_manifest
+    from mlir_rl_tui.engine.corpus.generator import read_manifest
 
     folder = tmp_path / "run" / "programs" / "blocks"
     man = export_blocks(str(folder), 4, seed=3)  # torch-mlir in a child process

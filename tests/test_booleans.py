@@ -1,4 +1,4 @@
-"""engine.booleans on real MLIR: a boolean tensor between linalg ops (PyTorch attention's "safe softmax":
+"""engine.rewrite.booleans on real MLIR: a boolean tensor between linalg ops (PyTorch attention's "safe softmax":
 which rows are all -inf, reduced with andi, read by a select) compiles and computes what it should; before,
 lowering its i1 stores aborted MLIR."""
 

@@ -10,8 +10,8 @@ import tracemalloc
 
 import pytest
 
-from mlir_rl_tui.engine import bounded
 from mlir_rl_tui.engine.errors import EngineError
+from mlir_rl_tui.engine.store import bounded
 
 
 def _peak_mib(fn) -> tuple[object, float]:
@@ -36,8 +36,8 @@ def test_lines_are_held_only_up_to_their_limit():
 def test_a_gzip_bomb_measurement_file_is_refused_within_a_memory_bound(tmp_path):
     """64 MiB of one line, compressed to ~64 KB, after a valid header: refused in one line, and the reader
     never holds more than a few MiB (the line limit is 1 MiB)."""
-    from mlir_rl_tui.engine.cache import ENGINE_VERSION
-    from mlir_rl_tui.engine.measurement_file import MEASUREMENTS_FORMAT, read_measurements
+    from mlir_rl_tui.engine.store.cache import ENGINE_VERSION
+    from mlir_rl_tui.engine.store.measurement_file import MEASUREMENTS_FORMAT, read_measurements
 
     path = tmp_path / "bomb.jsonl.gz"
     with gzip.open(path, "wt") as f:
@@ -53,7 +53,7 @@ def test_a_gzip_bomb_measurement_file_is_refused_within_a_memory_bound(tmp_path)
 
 
 def test_a_trace_line_over_the_limit_is_a_bad_line_not_a_whole_read(tmp_path, monkeypatch):
-    from mlir_rl_tui.engine import trace
+    from mlir_rl_tui.engine.rl import trace
 
     monkeypatch.setattr(trace, "MAX_RECORD_CHARS", 1 << 20)
     path = tmp_path / "t.jsonl"
@@ -64,7 +64,7 @@ def test_a_trace_line_over_the_limit_is_a_bad_line_not_a_whole_read(tmp_path, mo
 
 
 def test_a_megabyte_schedule_is_refused_in_one_short_line():
-    from mlir_rl_tui.engine.schedule import ScheduleError, parse
+    from mlir_rl_tui.engine.schedule.notation import ScheduleError, parse
 
     with pytest.raises(ScheduleError) as e:
         parse("op0: T(8,32,1) V; " * 60_000)
@@ -77,9 +77,9 @@ def test_a_megabyte_schedule_is_refused_in_one_short_line():
 def test_an_import_refused_half_way_stores_none_of_its_rows(tmp_path):
     """A measurement file whose first row is good and whose second is a gzip bomb: one transaction, so the
     refusal leaves the cache as it was (no first row either)."""
-    from mlir_rl_tui.engine.cache import ENGINE_VERSION, Cache
     from mlir_rl_tui.engine.engine import Measurement
-    from mlir_rl_tui.engine.measurement_file import MEASUREMENTS_FORMAT, import_measurements
+    from mlir_rl_tui.engine.store.cache import ENGINE_VERSION, Cache
+    from mlir_rl_tui.engine.store.measurement_file import MEASUREMENTS_FORMAT, import_measurements
 
     good = Measurement(status="ok", schedule="op0: V", time_ms=1.0, baseline_ms=2.0, speedup=2.0).to_record()
     path = tmp_path / "half.jsonl.gz"

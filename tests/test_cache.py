@@ -15,8 +15,8 @@ import time
 import pytest
 from conftest import SAMPLES
 
-from mlir_rl_tui.engine.cache import CACHE_FILE, LOCK_RETRIES, LOCK_WAIT_S, SCHEMA, Cache, canonical, checksum
 from mlir_rl_tui.engine.engine import Measurement, peaks_from_record
+from mlir_rl_tui.engine.store.cache import CACHE_FILE, LOCK_RETRIES, LOCK_WAIT_S, SCHEMA, Cache, canonical, checksum
 
 SCHED = "op0: T(8,32,1) V"
 KEY = ("p" * 64, SCHED, "machine-serial")

@@ -22,7 +22,7 @@ def test_inspect_json_on_every_program(path, cache_dir):
     r = cli("inspect", str(path), "--json")
     assert r.returncode == 0, r.stderr
     data = json.loads(r.stdout)
-    from mlir_rl_tui.engine.features import feature_size
+    from mlir_rl_tui.engine.rl.features import feature_size
 
     assert data["ops"]
     for op in data["ops"]:
@@ -51,7 +51,7 @@ def test_apply_json_reports_spread_and_roofline(cache_dir):
     assert abs(m["gflops"] - 2 * 256 ** 3 / m["time_ms"] / 1e6) < 1e-6 * m["gflops"]
     assert 0.2 < m["peak_fraction"] < 1.3  # the new V: near the FMA peak (measured on this machine)
     lo, hi = m["time_ci_ms"]
-    # the interval is as wide as this machine's repeats move (engine.drift): its width is the machine's, the
+    # the interval is as wide as this machine's repeats move (engine.measure.interval_floor): its width is the machine's, the
     # relative error is the interval's half-width
     assert lo <= m["time_ms"] <= hi and m["rel_error"] == pytest.approx((hi - lo) / 2 / m["time_ms"])
     slo, shi = m["speedup_ci"]

@@ -105,7 +105,7 @@ def test_torch_and_the_agent_only_in_the_agent_backed_commands():
         assert "import torch" not in text and "from torch" not in text, path
         if path.parent.name == "commands" and path.stem not in ("train",):
             heavy = ("mlir_rl_tui.agent", "mlir_rl_tui.engine", "textual", "mlir")
-            light = ("mlir_rl_tui.engine.samples",)  # file names only: `mlir-rl-tui samples` answers at once
+            light = ("mlir_rl_tui.engine.corpus.samples",)  # file names only: `mlir-rl-tui samples` answers at once
             assert not [n for n in _top_level_imports(path) if _under(n, heavy) and n not in light], path
 
 
@@ -232,7 +232,7 @@ def test_the_recipe_runs_end_to_end_and_resumes(tmp_path, cache_dir, capsys, mon
     (out / "targets.jsonl").write_text(lines[0] + "\n" + lines[1][: len(lines[1]) // 2])
     (out / "member2.pt").unlink()
     member1 = (out / "member1.pt").stat().st_mtime_ns
-    from mlir_rl_tui.engine import doctor
+    from mlir_rl_tui.engine.measure import doctor
 
     monkeypatch.setattr(doctor, "cpu_model", lambda: "Another CPU")  # resumed on another machine: said, recorded
     assert main(argv) == 0

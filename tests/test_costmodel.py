@@ -12,8 +12,8 @@ from conftest import SAMPLES
 
 from mlir_rl_tui.engine import load_file
 from mlir_rl_tui.engine.errors import EngineError
-from mlir_rl_tui.engine.mask import check_schedule
-from mlir_rl_tui.engine.schedule import Schedule, parse
+from mlir_rl_tui.engine.schedule.notation import Schedule, parse
+from mlir_rl_tui.engine.schedule.state import check_schedule
 from mlir_rl_tui.engine.search import search
 
 pytest.importorskip("torch")

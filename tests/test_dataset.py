@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 from conftest import ROOT
 
-from mlir_rl_tui.engine import dataset as ds
 from mlir_rl_tui.engine import load, load_file
-from mlir_rl_tui.engine import measurement_file as mf
-from mlir_rl_tui.engine.samples import program
-from mlir_rl_tui.engine.schedule import ScheduleError, to_text
+from mlir_rl_tui.engine.corpus import generator as ds
+from mlir_rl_tui.engine.corpus.samples import program
+from mlir_rl_tui.engine.schedule.notation import ScheduleError, to_text
+from mlir_rl_tui.engine.store import measurement_file as mf
 
 
 @pytest.mark.parametrize("op", ds.SINGLE_OPS)
@@ -89,7 +89,7 @@ def test_long_data_sets_redraw_duplicates_instead_of_failing(tmp_path):
 
 
 def test_one_manifest_reader_for_generated_and_hand_written_manifests(tmp_path):
-    from mlir_rl_tui.engine.programs import program_paths
+    from mlir_rl_tui.engine.corpus.programs import program_paths
 
     man = tmp_path / "manifest.json"
     man.write_text(json.dumps({"programs": ["a.mlir", {"path": "b.mlir", "split": "train"},
@@ -111,9 +111,9 @@ def test_import_as_this_machine_refuses_another_kind_of_machine(engine, tmp_path
 
     from mlir_rl_tui.commands import main
     from mlir_rl_tui.engine import Schedule
-    from mlir_rl_tui.engine.cache import ENGINE_VERSION, Cache
+    from mlir_rl_tui.engine.corpus.samples import find
     from mlir_rl_tui.engine.engine import machine_key
-    from mlir_rl_tui.engine.samples import find
+    from mlir_rl_tui.engine.store.cache import ENGINE_VERSION, Cache
 
     relu = load_file(find("relu"))
     m = engine.measure(relu, Schedule({}), use_cache=False)
@@ -163,8 +163,8 @@ def test_measurements_travel_to_another_cache_and_back(engine, add, tmp_path, mo
 
     from mlir_rl_tui.commands import main
     from mlir_rl_tui.engine import parse
-    from mlir_rl_tui.engine.cache import Cache
     from mlir_rl_tui.engine.engine import Measurement, machine_key
+    from mlir_rl_tui.engine.store.cache import Cache
 
     m = engine.measure(add, parse("op0: T(1,64) V"))
     assert m.ok and engine.machine == machine_key()
@@ -228,8 +228,8 @@ def test_a_forged_imported_row_is_not_served_before_this_engine_validates_it(eng
     forged tiny time for a schedule that does not even compile is measured here instead; a forged tiny time
     for a schedule that validates is served as the file's figure, marked cached, and the validation is kept."""
     from mlir_rl_tui.engine import parse
-    from mlir_rl_tui.engine.cache import Cache
     from mlir_rl_tui.engine.engine import Engine, Measurement
+    from mlir_rl_tui.engine.store.cache import Cache
 
     cache = Cache(str(tmp_path / "measurements.sqlite"))
     eng = Engine(config=engine.config, cache=cache)

@@ -12,7 +12,7 @@ import shlex
 import pytest
 
 from mlir_rl_tui.commands import COMMANDS, app_parser, build_parser
-from mlir_rl_tui.engine.samples import names as sample_names
+from mlir_rl_tui.engine.corpus.samples import names as sample_names
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]

@@ -140,7 +140,7 @@ def test_a_consensus_ensemble_proposes_one_members_tile_sizes_at_every_step(tmp_
     """`ensemble --decode consensus`: the checkpoint says how it decodes, and each tiled action it takes on a
     real program carries the tile vector one of its members would have taken (agent.explain.consensus_sizes)."""
     from mlir_rl_tui.engine.errors import EngineError
-    from mlir_rl_tui.engine.schedule import TILED
+    from mlir_rl_tui.engine.schedule.notation import TILED
 
     paths, pol = _decoding_ensemble(tmp_path, "consensus")
     sess, tiled = Session(matmul), 0

@@ -11,10 +11,10 @@ from conftest import SAMPLE_FILES, SAMPLES
 from gymnasium.utils.env_checker import check_env
 
 import mlir_rl_tui.engine as _engine  # noqa: F401 - registers mlir_rl/Schedule-v0
-from mlir_rl_tui.engine.actions import to_vectors
-from mlir_rl_tui.engine.env import RecordTrace, ScheduleEnv
-from mlir_rl_tui.engine.schedule import Action, parse, parse_action
-from mlir_rl_tui.engine.trace import read_trace
+from mlir_rl_tui.engine.rl.actions import to_vectors
+from mlir_rl_tui.engine.rl.env import RecordTrace, ScheduleEnv
+from mlir_rl_tui.engine.rl.trace import read_trace
+from mlir_rl_tui.engine.schedule.notation import Action, parse, parse_action
 
 
 @pytest.mark.parametrize("name", ["matmul.mlir", "matmul_bias_relu.mlir"])
@@ -34,7 +34,7 @@ def vector(env: gymnasium.Env, text: str) -> np.ndarray:
 
 
 def engine_nvec():
-    from mlir_rl_tui.engine.actions import nvec
+    from mlir_rl_tui.engine.rl.actions import nvec
 
     return nvec()
 

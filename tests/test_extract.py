@@ -1,4 +1,4 @@
-"""engine.extract on real MLIR: an op and its producer taken out of a program keep their workload, read
+"""engine.ir.extract on real MLIR: an op and its producer taken out of a program keep their workload, read
 what they read in the model (large constants as arguments, small ones copied in) and run alone."""
 
 from __future__ import annotations
@@ -30,9 +30,9 @@ PROGRAM = textwrap.dedent("""\
 
 def test_an_op_taken_out_keeps_its_workload_and_runs_alone(cache_dir):
     from mlir_rl_tui.engine import Engine, load
-    from mlir_rl_tui.engine import workload as wl
-    from mlir_rl_tui.engine.extract import extract
-    from mlir_rl_tui.engine.schedule import parse
+    from mlir_rl_tui.engine.ir.extract import extract
+    from mlir_rl_tui.engine.schedule.notation import parse
+    from mlir_rl_tui.engine.tune import workload as wl
 
     prog = load(PROGRAM)
     names = {op.name: op.id for op in prog.ops}

@@ -1,4 +1,4 @@
-"""engine.graph: the graph-level rewrites `import` applies (constant folding, NHWC, pads in place, fusion)."""
+"""engine.rewrite.graph: the graph-level rewrites `import` applies (constant folding, NHWC, pads in place, fusion)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 from conftest import ROOT
 
-from mlir_rl_tui.engine.graph import _Func as Func
-from mlir_rl_tui.engine.graph import fold_constants, graph_passes, pads_to_inserts, rewrite_text, to_nhwc
+from mlir_rl_tui.engine.rewrite.graph import _Func as Func
+from mlir_rl_tui.engine.rewrite.graph import fold_constants, graph_passes, pads_to_inserts, rewrite_text, to_nhwc
 
 
 def _blob(a: np.ndarray) -> str:
@@ -186,7 +186,7 @@ def test_import_passes_keep_pytorchs_result_and_remove_work(name, shape, tmp_pat
         r = cli("import", f"{BLOCKS}:{name}", "--input", shape, "-o", str(out), "--passes", passes, "--json")
         assert r.returncode == 0, r.stderr
         ops[passes] = json.loads(r.stdout)["ops"]
-        if passes == "all":  # fused, and the batch matmuls beside reshapes stayed named (engine.graph.fence_named)
+        if passes == "all":  # fused, and the batch matmuls beside reshapes stayed named (engine.rewrite.graph.fence_named)
             assert "fuse_skipped" not in json.loads(r.stdout)["passes"]
         base = json.loads(cli("apply", str(out), "--schedule", "", "--json").stdout)
         assert base["status"] == "ok" and base["validated"], base  # compared with PyTorch's output
@@ -216,7 +216,7 @@ def test_1d_convolutions_become_nwc_and_keep_pytorchs_result(tmp_path, cache_dir
     assert passes["nhwc"] == 3
     text = out.read_text()
     # the group norm's statistics read the NWC convolution's result where it is: no transposed copy of it and
-    # no float64 copy of it (engine.graph.copy_cheap_producers), only the per-channel float64 sums
+    # no float64 copy of it (engine.rewrite.graph.copy_cheap_producers), only the per-channel float64 sums
     assert passes["copied"] >= 2
     f64 = [int(np.prod([int(d) for d in m.split("x")])) for m in re.findall(r"-> tensor<([\dx]+)xf64>", text)]
     assert f64 and max(f64) <= 16, f64
@@ -233,7 +233,7 @@ MODELS = ROOT / "tests" / "data" / "import_models.py"
 def test_transposed_and_grouped_convolutions_keep_pytorchs_result(tmp_path, cache_dir):
     """A transposed convolution imports as the sub-pixel convolution it equals (agent.torch_passes: no
     zero-inserted input, no weights flipped per call), and a grouped one as one NHWC convolution per group
-    (engine.graph.grouped_to_nhwc: no grouped op the vectorizer cannot take); both keep PyTorch's result,
+    (engine.rewrite.graph.grouped_to_nhwc: no grouped op the vectorizer cannot take); both keep PyTorch's result,
     untransformed and with V on every convolution."""
     pytest.importorskip("torch_mlir")
     for name, shape in (("UpBlock", "1x8x16x16"), ("GroupedBlock", "1x16x12x12")):

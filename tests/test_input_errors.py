@@ -101,7 +101,7 @@ def test_apply_says_how_long_a_slow_program_takes_before_starting(tmp_path, cach
         try:
             proc.communicate(timeout=60)
         except subprocess.TimeoutExpired:
-            proc.kill()  # its workers follow their parent (engine.watchdog)
+            proc.kill()  # its workers follow their parent (engine.run.watchdog)
             proc.communicate()
             raise
 

@@ -14,7 +14,7 @@ from mlir_rl_tui import lessons
 from mlir_rl_tui.adapter import EngineAdapter, FakeAdapter
 from mlir_rl_tui.app import make_app
 from mlir_rl_tui.engine import EngineError, load_file
-from mlir_rl_tui.engine.mask import check_schedule
+from mlir_rl_tui.engine.schedule.state import check_schedule
 from mlir_rl_tui.widgets.lesson import LessonView
 
 
@@ -56,7 +56,7 @@ def measured_again(engine, prog, before: str, after: str) -> float:
     interleaved rounds, more while split), median over median: once measured in the app, a 2x claim read
     1.04x in one CI run, when the machine slowed down between the two steps' timings."""
     from mlir_rl_tui.engine import parse
-    from mlir_rl_tui.engine.remeasure import remeasure
+    from mlir_rl_tui.engine.measure.remeasure import remeasure
 
     runs = remeasure(engine, prog, [parse(before), parse(after)], rounds=5)
     times = [statistics.median(m.time_ms for m in ms if m.ok and m.time_ms) for ms in runs.values()]

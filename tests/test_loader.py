@@ -1,7 +1,7 @@
 """Loading that cannot kill the caller (issue 11): every bad input is one LoadError line, in this process.
 
 Each input here aborted or segfaulted the process that parsed it before loading moved to a guarded
-loader process (engine.loader); the tests run in-process, so a regression kills the test run itself.
+loader process (engine.ir.loader); the tests run in-process, so a regression kills the test run itself.
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from conftest import SAMPLE_FILES, SAMPLES, TORCH, TORCH_FILES, mlir_opt_path
 
 from mlir_rl_tui.engine import LoadError, load, load_file
 from mlir_rl_tui.engine.errors import EntryError
-from mlir_rl_tui.engine.loader import LoaderProcess, loader, read_program_file
-from mlir_rl_tui.engine.program import MAX_OPS, measurement_note
-from mlir_rl_tui.engine.text_check import MAX_NESTING, check_text
+from mlir_rl_tui.engine.ir.loader import LoaderProcess, loader, read_program_file
+from mlir_rl_tui.engine.ir.program import MAX_OPS, measurement_note
+from mlir_rl_tui.engine.ir.text_check import MAX_NESTING, check_text
 
 
 def _load_within(path, seconds: float = 5.0, entry: str | None = None):
@@ -182,7 +182,7 @@ def test_private_helper_before_the_public_function_needs_an_entry():
 
 def test_each_entry_is_its_own_program_for_caches_and_traces():
     """Measurement cache and the worker's baselines are keyed by sha256: two entries of a file differ."""
-    from mlir_rl_tui.engine.program import sha256_text
+    from mlir_rl_tui.engine.ir.program import sha256_text
 
     text = private_helper_first()
     a, b = load(text, entry="helper"), load(text, entry="forward")
@@ -216,7 +216,7 @@ def test_expected_baseline_time_refuses_or_notes():
 
 
 def test_program_round_trips_through_the_loader_protocol():
-    from mlir_rl_tui.engine.program import Program
+    from mlir_rl_tui.engine.ir.program import Program
 
     for path in SAMPLE_FILES + [TORCH / "resnet_block.mlir"]:
         prog = load_file(str(path))
@@ -230,7 +230,7 @@ def test_export_of_an_entry_tags_and_transforms_only_that_function(engine, tmp_p
     import subprocess
 
     from mlir_rl_tui.engine import parse
-    from mlir_rl_tui.engine.export import replayable, strip_transforms
+    from mlir_rl_tui.engine.ir.export import replayable, strip_transforms
 
     prog = load(private_helper_first(), name="h.mlir", entry="helper")
     sched = parse("op0: T(4,8) V")

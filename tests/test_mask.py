@@ -109,7 +109,7 @@ def test_vectorize_masked_for_bodies_the_vectorizer_rejects():
     assert "cf.assert" in op.unvectorizable_body
     s = Session(prog)
     st = s.states[op.id]
-    from mlir_rl_tui.engine.mask import vectorize_choice
+    from mlir_rl_tui.engine.schedule.state import vectorize_choice
 
     c = vectorize_choice(st)
     assert not c.allowed and "cf.assert" in c.reason
@@ -136,7 +136,7 @@ func.func @f(%x: tensor<1x16x16x32xf32>) -> tensor<1x18x18x32xf32> {
 
 
 def test_a_fill_of_a_padded_buffer_is_left_alone(tmp_path, matmul, engine):
-    """engine.graph's pad rewrite (fill + insert_slice of the ReLU's result): tiling the fill stops the ReLU
+    """engine.rewrite.graph's pad rewrite (fill + insert_slice of the ReLU's result): tiling the fill stops the ReLU
     writing straight into the padded buffer (a strided memrefCopy instead: 2.45x against 9.26x on a validation
     block), so the mask allows NT only there, and says why; an accumulator's fill (matmul) is not a padded
     buffer."""
@@ -177,14 +177,14 @@ def _write(tmp_path, text):
 
 
 def test_a_tiled_padded_fill_really_costs_a_copy(engine):
-    """The rule above is MLIR's behaviour, checked: the compile pipeline's bufferization (engine.compile)
+    """The rule above is MLIR's behaviour, checked: the compile pipeline's bufferization (engine.run.compile)
     leaves no copy when the fill is left alone, and copies the ReLU's result in (memref.copy into a strided
     subview) once the fill is tiled; the same program with the rule switched off is how that schedule is made."""
     import copy
     import subprocess
 
     from mlir_rl_tui.engine import load, parse
-    from mlir_rl_tui.engine.compile import BUFFERIZE
+    from mlir_rl_tui.engine.run.compile import BUFFERIZE
 
     prog = load(PADDED, name="padded")
     fill = next(o for o in prog.ops if o.name == "linalg.fill")

@@ -12,8 +12,8 @@ import pytest
 from conftest import SAMPLES, TORCH
 
 from mlir_rl_tui.engine import load_file, parse
-from mlir_rl_tui.engine.mask import check_schedule, transformation_reasons, vectorize_choice
-from mlir_rl_tui.engine.transforms import script
+from mlir_rl_tui.engine.schedule.state import check_schedule, transformation_reasons, vectorize_choice
+from mlir_rl_tui.engine.schedule.transforms import script
 
 
 def _load(name: str):
@@ -40,7 +40,7 @@ def test_masked_action_really_fails(engine, name, op, kind, reason, bad, error):
 def test_tf_of_a_producer_written_at_a_constant_index_would_copy_all_of_it_into_every_tile():
     """op3 sums into a 1x16x1 tensor through (d0, d1, 0): MLIR cannot tile it from op2's 1x2x2 tile and
     clones the whole op (1x16x16 in) into each of the 64 tiles; the mask says so instead."""
-    from mlir_rl_tui.engine.compile import Stages, transform_ir
+    from mlir_rl_tui.engine.run.compile import Stages, transform_ir
 
     prog = _load("attention.mlir")
     choice = transformation_reasons(check_schedule(prog, parse(""))["op2"], prog)["TF"]
@@ -177,8 +177,8 @@ def test_covering_parallel_tiles_compute_the_right_result(engine, conv_nchw, tex
 
 def test_covering_tile_sizes_are_emitted_as_untiled():
     """No tiling makes a loop of one iteration: a covering size is 0 in the script, for T, TP and TF."""
-    from mlir_rl_tui.engine.mask import effective
-    from mlir_rl_tui.engine.schedule import to_text
+    from mlir_rl_tui.engine.schedule.notation import to_text
+    from mlir_rl_tui.engine.schedule.state import effective
 
     conv = load_file(str(SAMPLES / "conv2d.mlir"))  # loops [1p 56p 56p 64p 3r 3r 64r]
     s = parse("op0: T(1,2,0,16,1,0,0) TP(1,2,8,16,0,0,0) T(0,1,1,16,0,0,8) V")
@@ -221,8 +221,8 @@ func.func @forward(%x: tensor<32x256xf32>, %w1: tensor<256x512xf32>, %w2: tensor
 def test_a_producer_fused_into_a_tile_does_not_write_into_the_tiles_shared_output(engine, tmp_path, text):
     """op2 (the first ReLU) follows op1 into op0's 4x32 tiles; with the destination it shares with op0 (one
     tensor.empty), fusion made it write its 4x512 rows into the forall's shared output, over the other tiles'
-    results: 11592 of 16384 elements wrong. Each use of an empty now has its own (engine.program.untie_empties)."""
-    from mlir_rl_tui.engine.compile import Stages, transform_ir
+    results: 11592 of 16384 elements wrong. Each use of an empty now has its own (engine.ir.program.untie_empties)."""
+    from mlir_rl_tui.engine.run.compile import Stages, transform_ir
 
     path = tmp_path / "mlp.mlir"
     path.write_text(MLP_SHARED_EMPTY)

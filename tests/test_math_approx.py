@@ -1,4 +1,4 @@
-"""engine.math_approx through the real pipeline: f32 erf, exp and tanh, vectorized and scalar, built into a
+"""engine.rewrite.math_approx through the real pipeline: f32 erf, exp and tanh, vectorized and scalar, built into a
 library and compared with float64 math on a dense grid and at the edges (overflow, underflow, NaN)."""
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ def test_exp_at_its_edges_and_scalar_erf(tmp_path, cache_dir):
 def test_every_f32_erf_exp_tanh_is_rewritten_and_f64_is_left():
     from mlir import ir
 
-    from mlir_rl_tui.engine.math_approx import approximate
+    from mlir_rl_tui.engine.rewrite.math_approx import approximate
 
     text = """
     func.func @f(%a: vector<8xf32>, %b: f32, %c: f64) -> (vector<8xf32>, f32, f32, f64) {

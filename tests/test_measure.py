@@ -9,9 +9,9 @@ from conftest import SAMPLE_FILES, TORCH_FILES
 
 from mlir_rl_tui.commands.apply import describe
 from mlir_rl_tui.engine import Engine, load_file, parse
-from mlir_rl_tui.engine.cache import Cache
 from mlir_rl_tui.engine.engine import peaks_from_record
-from mlir_rl_tui.engine.schedule import Schedule
+from mlir_rl_tui.engine.schedule.notation import Schedule
+from mlir_rl_tui.engine.store.cache import Cache
 
 ALONE = pytest.mark.alone  # a test whose timings' figures are the point runs alone (tests/conftest.py)
 
@@ -109,7 +109,7 @@ def test_cancel(engine, matmul):
 def test_async_runtime_fallback(engine, tmp_path, monkeypatch, matmul):
     """Without OpenMP the engine parallelizes with MLIR's async runtime (shipped with the MLIR tools)."""
     from mlir_rl_tui.engine import Engine
-    from mlir_rl_tui.engine.cache import Cache
+    from mlir_rl_tui.engine.store.cache import Cache
 
     monkeypatch.setenv("MLIR_RL_PARALLEL", "async")
     with Engine(cache=Cache(str(tmp_path / "c.sqlite")), workers=1) as eng:
@@ -121,7 +121,7 @@ def test_async_runtime_fallback(engine, tmp_path, monkeypatch, matmul):
 
 def test_no_parallel_runtime_masks_tp(monkeypatch, matmul, tmp_path):
     from mlir_rl_tui.engine import Engine, Session
-    from mlir_rl_tui.engine.cache import Cache
+    from mlir_rl_tui.engine.store.cache import Cache
 
     monkeypatch.setenv("MLIR_RL_PARALLEL", "none")
     with Engine(cache=Cache(str(tmp_path / "c.sqlite")), workers=1) as eng:
@@ -222,7 +222,7 @@ def test_per_op_profile_covers_every_op_and_finds_the_matmul(engine):
 
 @ALONE
 def test_a_timing_beside_a_busy_process_is_repeated_flagged_and_not_cached(engine, matmul):
-    """engine.contention: another process keeping a core busy (outside the engine's locks) makes a parallel
+    """engine.measure.contention: another process keeping a core busy (outside the engine's locks) makes a parallel
     kernel about 2x slower in every round; the worker sees the others' CPU time, times again, and reports
     what is left as contended (not stored, so a later measurement gets the cores). A serial kernel pinned
     to its core is not contended by one busy core of two. A parallel kernel's figure comes with what the
@@ -259,13 +259,13 @@ def _busy_process_is_seen(engine, matmul) -> None:
 
 @ALONE
 def test_a_timing_while_the_cores_are_far_is_repeated_flagged_and_not_cached(engine, matmul):
-    """engine.contention.far: a parallel timing whose hand-off probe took over FAR_FACTOR times the fastest
+    """engine.measure.contention.far: a parallel timing whose hand-off probe took over FAR_FACTOR times the fastest
     the engine has seen is timed again after FAR_WAITS_S; still far, it is reported far and not stored.
     The host's far state cannot be made on demand, so the engine's reference is made tiny: every probe
     is then far. The reference is the fastest probe seen, and a measurement lowers it."""
     import time
 
-    from mlir_rl_tui.engine.contention import FAR_WAITS_S
+    from mlir_rl_tui.engine.measure.contention import FAR_WAITS_S
 
     if not engine.openmp:
         pytest.skip("no parallel runtime: TP is masked")
@@ -289,10 +289,10 @@ def test_a_timing_while_the_cores_are_far_is_repeated_flagged_and_not_cached(eng
 
 
 def test_a_stale_near_reference_gives_way_after_far_timings_in_a_row(engine):
-    """engine.contention.FAR_STALE: a reference no timing comes near any more (the VM moved to another host)
+    """engine.measure.contention.FAR_STALE: a reference no timing comes near any more (the VM moved to another host)
     would make every parallel timing wait and go uncached; after FAR_STALE far ones in a row the fastest of
     them is the reference. A near timing in between starts the count again."""
-    from mlir_rl_tui.engine.contention import FAR_STALE
+    from mlir_rl_tui.engine.measure.contention import FAR_STALE
 
     near = engine.near_handoff_us
     try:

@@ -72,7 +72,7 @@ void *malloc(size_t n) { if (n >= 65536) big_mallocs++; return __libc_malloc(n);
 
 def test_a_librarys_buffers_are_kept_between_calls(tmp_path, cache_dir):
     """After its first call, a library asks the system allocator for none of its large buffers again (the
-    three intermediates and the result are kept by engine/kernel_alloc.c and reused): glibc gave such buffers
+    three intermediates and the result are kept by engine/run/kernel_alloc.c and reused): glibc gave such buffers
     back to the system after a call when they sat at its heap's top, and the next call faulted every page in
     again (a ConvNeXt block in a Python process: 580 page faults a call, four times slower)."""
     src = tmp_path / "diamond.mlir"
@@ -101,7 +101,7 @@ def test_a_librarys_buffers_are_kept_between_calls(tmp_path, cache_dir):
 
 
 def test_a_parallel_kernel_splits_its_loops_right_for_any_team(tmp_path, cache_dir):
-    """The OpenMP shim (engine/kmpc_gomp.c) gives every iteration to exactly one thread whatever the team's
+    """The OpenMP shim (engine/run/kmpc_gomp.c) gives every iteration to exactly one thread whatever the team's
     size: teams of 1, 3 (uneven shares) and 8 (more threads than some loops have iterations)."""
     lib = tmp_path / "mm.so"
     r = subprocess.run([sys.executable, "-m", "mlir_rl_tui", "build", str(SAMPLES / "matmul.mlir"), "--schedule",
@@ -196,7 +196,7 @@ def test_an_op_writing_into_an_argument_compiles_and_leaves_the_input_as_it_was(
   return %0 : tensor<64x64xf32>
 }
 """)
-    from mlir_rl_tui.engine.compile import writes_arguments
+    from mlir_rl_tui.engine.run.compile import writes_arguments
 
     assert writes_arguments(src.read_text()) and not writes_arguments((SAMPLES / "matmul.mlir").read_text())
     for schedule in ("", "op0: T(8,32,1) V"):

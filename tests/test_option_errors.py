@@ -236,7 +236,7 @@ def test_replay_of_random_bytes_is_not_a_trace(capsys, files):
 
 
 def test_tuning_db_show_takes_no_file_and_an_import_of_only_refused_lines_fails(capsys, files):
-    from mlir_rl_tui.engine.tuning_db import Record, TuningDB
+    from mlir_rl_tui.engine.store.tuning_db import Record, TuningDB
 
     tmp = files["tmp"]
     db = f"{tmp}/a.sqlite"

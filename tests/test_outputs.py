@@ -137,7 +137,7 @@ def test_search_trace_that_is_a_folder_is_refused_before_the_search(tmp_path, ca
 def test_a_trace_with_a_cut_last_line_may_be_appended_to(tmp_path):
     """An interrupted writer's trace passes the check (the next write drops its cut line, as before)."""
     from mlir_rl_tui.engine.errors import EngineError
-    from mlir_rl_tui.engine.trace import check_appendable
+    from mlir_rl_tui.engine.rl.trace import check_appendable
 
     rec = {"program": "p.mlir", "program_sha256": "ab" * 32, "op": "op0", "step": 0, "action": "NT",
            "observation": [0.0], "mask": [1], "source": "search", "measurement": None, "time": 0.0, "episode": 0}
@@ -202,7 +202,7 @@ def test_tuning_db_show_of_a_file_that_is_not_one_leaves_it_as_it_was(tmp_path, 
 
 
 def test_tuning_db_show_and_export_read_a_database(tmp_path, cache):
-    from mlir_rl_tui.engine.tuning_db import Record, TuningDB
+    from mlir_rl_tui.engine.store.tuning_db import Record, TuningDB
 
     db = TuningDB(str(tmp_path / "t.sqlite"))
     db.add(Record("m", "w", "T(4) V", 1.5, "a workload"))
@@ -281,7 +281,7 @@ def test_a_trace_and_a_checkpoint_are_written_into_a_pipe_not_over_it(tmp_path):
 
     from mlir_rl_tui.agent.checkpoint import save
     from mlir_rl_tui.engine import load_file, parse
-    from mlir_rl_tui.engine.trace import write_schedule
+    from mlir_rl_tui.engine.rl.trace import write_schedule
 
     prog = load_file(str(SAMPLES / "matmul.mlir"))
     for name, write in [("trace", lambda p: write_schedule(p, prog, parse("op0: T(8,32,1) V"), "search")),
@@ -321,7 +321,7 @@ def test_a_library_built_through_a_link_replaces_the_links_target(tmp_path, cach
 
 
 def test_read_only_files_are_never_replaced(tmp_path, cache):
-    from mlir_rl_tui.engine.tuning_db import TuningDB
+    from mlir_rl_tui.engine.store.tuning_db import TuningDB
 
     TuningDB(str(tmp_path / "t.sqlite")).close()  # a tuning database of the user's, made read-only
     keep(tmp_path / "out.mlir")

@@ -118,7 +118,7 @@ def test_installed_next_to_a_users_engine_and_agent(wheel, tmp_path, cache_dir):
     assert r.returncode == 0, r.stderr
     got = json.loads(r.stdout)
     assert got["engine"] == "the user's engine" and got["agent"] == "the user's agent"
-    for key, rel in (("ours", "engine/__init__.py"), ("agent_ours", "agent/__init__.py"), ("env", "engine/env.py")):
+    for key, rel in (("ours", "engine/__init__.py"), ("agent_ours", "agent/__init__.py"), ("env", "engine/rl/env.py")):
         assert pathlib.Path(got[key]) == site / "mlir_rl_tui" / rel, key
     # the command line from the installed files: the samples by name, the loader process (its own boot)
     r = subprocess.run([sys.executable, "-m", "mlir_rl_tui", "inspect", "matmul", "--json"], capture_output=True,
@@ -135,7 +135,7 @@ def test_the_openmp_runtime_of_the_extra_is_found(monkeypatch):
         version("intel-openmp")
     except PackageNotFoundError:
         pytest.skip("intel-openmp is not installed (the [openmp] extra)")
-    from mlir_rl_tui.engine.compile import parallel_runtime
+    from mlir_rl_tui.engine.run.compile import parallel_runtime
 
     monkeypatch.delenv("MLIR_RL_PARALLEL", raising=False)
     monkeypatch.delenv("MLIR_RL_OPENMP", raising=False)

@@ -5,7 +5,7 @@ evaluate's and the teacher's tests run it on real MLIR)."""
 from __future__ import annotations
 
 from mlir_rl_tui.engine import Measurement, Schedule, parse, to_text
-from mlir_rl_tui.engine.remeasure import SPLIT, all_far, figure, pooled_baseline, remeasure, speedups, split
+from mlir_rl_tui.engine.measure.remeasure import SPLIT, all_far, figure, pooled_baseline, remeasure, speedups, split
 
 
 def run(time_ms: float, baseline_ms: float = 10.0, far: bool = False) -> Measurement:

@@ -15,7 +15,7 @@ import time
 from conftest import SAMPLES
 
 from mlir_rl_tui.engine import load, parse
-from mlir_rl_tui.engine.trace import read_trace
+from mlir_rl_tui.engine.rl.trace import read_trace
 
 #: matmul -> matmul. The second matmul's init is created first, so TF fuses the first matmul into it;
 #: TF(0,1,0) tiles the second one by columns, and each of its 512 tiles needs every row of the first
@@ -62,7 +62,7 @@ def test_a_runaway_under_its_limit_is_answered_within_the_limit_plus_a_second(en
     """Runs just under the limit are not stopped by the watchdog, yet their timing used to take ten of them
     (0.83 s runs against a 1 s limit, answered after 12.7 s). Wider column tiles recompute the producer
     fewer times: the first of them that is not a time-out took between half the limit and the limit."""
-    from mlir_rl_tui.engine.worker import RUNAWAY_SHARE
+    from mlir_rl_tui.engine.run.worker import RUNAWAY_SHARE
 
     prog = load(RECOMPUTE, name="recompute")
     c = engine.config
@@ -100,12 +100,12 @@ def _proc(pid: int) -> tuple[str, int, bytes, bytes] | None:
 
 
 def live_workers(tag: str) -> dict[int, int]:
-    """pid -> parent pid of the live `mlir_rl_tui.engine.worker` processes started under MLIR_RL_TEST_TAG=tag."""
+    """pid -> parent pid of the live `mlir_rl_tui.engine.run.worker` processes started under MLIR_RL_TEST_TAG=tag."""
     out = {}
     for name in os.listdir("/proc"):
         if name.isdigit():
             p = _proc(int(name))
-            if p and p[0] != "Z" and b"engine.worker" in p[2] and f"MLIR_RL_TEST_TAG={tag}".encode() in p[3]:
+            if p and p[0] != "Z" and b"engine.run.worker" in p[2] and f"MLIR_RL_TEST_TAG={tag}".encode() in p[3]:
                 out[int(name)] = p[1]
     return out
 

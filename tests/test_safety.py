@@ -276,25 +276,26 @@ def test_bad_manifests_are_one_line_errors(tmp_path, capsys, content, expected):
 
 
 def test_manifest_size_limit(tmp_path, monkeypatch):
-    from mlir_rl_tui.engine import EngineError, dataset, programs
+    from mlir_rl_tui.engine import EngineError
+    from mlir_rl_tui.engine.corpus import generator, programs
 
     man = tmp_path / "manifest.json"
     man.write_text(json.dumps({"programs": [{"path": "a.mlir", "split": "train"}] * 20}))
-    monkeypatch.setattr(dataset, "MAX_MANIFEST_BYTES", 100)
+    monkeypatch.setattr(generator, "MAX_MANIFEST_BYTES", 100)
     with pytest.raises(EngineError, match="larger than"):
         programs.program_paths(str(man))
     with pytest.raises(EngineError, match="larger than"):
-        dataset.read_manifest(str(man))
-    monkeypatch.setattr(dataset, "MAX_MANIFEST_BYTES", 1 << 20)
-    assert dataset.read_manifest(str(man))["programs"][0]["abspath"] == str(tmp_path / "a.mlir")
+        generator.read_manifest(str(man))
+    monkeypatch.setattr(generator, "MAX_MANIFEST_BYTES", 1 << 20)
+    assert generator.read_manifest(str(man))["programs"][0]["abspath"] == str(tmp_path / "a.mlir")
     man.write_text('{"programs": [{"file": 1}]}')
     with pytest.raises(EngineError, match="not a data set manifest"):
-        dataset.read_manifest(str(man))
+        generator.read_manifest(str(man))
 
 
 def test_trace_records_of_the_wrong_shape_are_bad_lines(tmp_path, capsys, monkeypatch):
     from mlir_rl_tui.engine import EngineError
-    from mlir_rl_tui.engine import trace as tr
+    from mlir_rl_tui.engine.rl import trace as tr
 
     good = {"program": "p.mlir", "program_sha256": "ab", "op": "op0", "step": 0, "action": "NT"}
     lines = [json.dumps(good), "[1, 2]", json.dumps({**good, "op": 3}), json.dumps({**good, "step": "0"}),
@@ -312,7 +313,7 @@ def test_trace_records_of_the_wrong_shape_are_bad_lines(tmp_path, capsys, monkey
 
 
 def test_foreign_cache_rows_are_misses(tmp_path):
-    from mlir_rl_tui.engine.cache import Cache
+    from mlir_rl_tui.engine.store.cache import Cache
 
     c = Cache(str(tmp_path / "c.sqlite"))
     c.put("p", "s", "m", {"status": "ok"})

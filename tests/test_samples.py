@@ -14,7 +14,7 @@ import pytest
 from conftest import SAMPLE_FILES, SAMPLES
 
 from mlir_rl_tui.commands import app_parser, build_parser
-from mlir_rl_tui.engine import samples
+from mlir_rl_tui.engine.corpus import samples
 
 
 def cli(*args: str, cwd=None, timeout: float = 120) -> subprocess.CompletedProcess:
@@ -100,7 +100,7 @@ def test_inspect_and_apply_a_sample_by_name(tmp_path, cache_dir):
 
 
 def test_training_and_evaluation_take_sample_names(tmp_path, monkeypatch):
-    from mlir_rl_tui.engine.programs import program_paths
+    from mlir_rl_tui.engine.corpus.programs import program_paths
 
     monkeypatch.chdir(tmp_path)  # no samples/ folder here: `samples` is the shipped ones
     assert [os.path.basename(p) for p in program_paths("samples")] == [p.name for p in SAMPLE_FILES]

@@ -12,7 +12,7 @@ from conftest import SAMPLES
 
 from mlir_rl_tui.engine import load_file
 from mlir_rl_tui.engine.errors import EngineError
-from mlir_rl_tui.engine.mask import check_schedule
+from mlir_rl_tui.engine.schedule.state import check_schedule
 from mlir_rl_tui.engine.search import METHODS, NEEDS_RANKER, search
 
 

@@ -14,7 +14,7 @@ from mlir_rl_tui.agent.explain import FINISH, MEMBER_DECODES, MORE, decide
 from mlir_rl_tui.agent.policy import evaluate_actions
 from mlir_rl_tui.agent.suggest import load_policy
 from mlir_rl_tui.engine import Session, load_file
-from mlir_rl_tui.engine.schedule import TILED
+from mlir_rl_tui.engine.schedule.notation import TILED
 
 
 @pytest.mark.parametrize("name", ["matmul", "matmul_generic", "matmul_bias_relu"])

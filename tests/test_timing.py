@@ -1,4 +1,4 @@
-"""The timing protocol (engine.timing) on fake kernels, the roofline arithmetic, and ties in comparisons."""
+"""The timing protocol (engine.measure.timing) on fake kernels, the roofline arithmetic, and ties in comparisons."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ import itertools
 import math
 
 from mlir_rl_tui.engine.engine import Measurement
-from mlir_rl_tui.engine.program import TensorSpec
-from mlir_rl_tui.engine.roofline import Peaks, measure_peaks, place, stream_sizes
-from mlir_rl_tui.engine.timing import Series, TimingConfig, median_ci, time_kernel
+from mlir_rl_tui.engine.ir.program import TensorSpec
+from mlir_rl_tui.engine.measure.roofline import Peaks, measure_peaks, place, stream_sizes
+from mlir_rl_tui.engine.measure.timing import Series, TimingConfig, median_ci, time_kernel
 
 FAST = TimingConfig(round_s=0.0005, min_rounds=6, max_rounds=20, warmup_s=0.0, max_warmup_s=0.01, budget_s=0.05)
 
@@ -163,7 +163,7 @@ def test_a_slow_kernel_is_timed_in_fewer_rounds_of_one_run():
 
 
 def test_no_round_starts_that_would_end_after_the_deadline(monkeypatch):
-    from mlir_rl_tui.engine import timing
+    from mlir_rl_tui.engine.measure import timing
 
     clock = [1000.0]
 
@@ -182,7 +182,7 @@ def test_no_round_starts_that_would_end_after_the_deadline(monkeypatch):
 def test_a_runaway_is_timed_only_until_its_cap(monkeypatch):
     """A candidate whose checked run took most of its limit: no warm-up, no run or baseline round that
     would end past the cap; when not one round fits, the checked run is the figure."""
-    from mlir_rl_tui.engine import timing
+    from mlir_rl_tui.engine.measure import timing
 
     clock = [0.0]
 
@@ -250,18 +250,18 @@ def test_paired_ratios_keep_the_steady_pairs():
 
 
 def test_the_repeat_floor_is_earned_from_pairs():
-    from mlir_rl_tui.engine import drift
+    from mlir_rl_tui.engine.measure import interval_floor
 
-    assert drift.floor([]) == drift.PRIOR  # a new machine: at least the prior
-    few = drift.add(drift.add([], 1.0, 1.01), 1.0, 0.99)
-    assert drift.floor(few) == drift.PRIOR  # two close pairs do not earn a narrow interval
+    assert interval_floor.floor([]) == interval_floor.PRIOR  # a new machine: at least the prior
+    few = interval_floor.add(interval_floor.add([], 1.0, 1.01), 1.0, 0.99)
+    assert interval_floor.floor(few) == interval_floor.PRIOR  # two close pairs do not earn a narrow interval
     window: list[float] = []
     for i in range(200):  # 1% apart, with every 20th pair 6% apart (5% of them)
-        window = drift.add(window, 1.0, 1.06 if i % 20 == 0 else 1.01)
-    assert len(window) == drift.WINDOW
+        window = interval_floor.add(window, 1.0, 1.06 if i % 20 == 0 else 1.01)
+    assert len(window) == interval_floor.WINDOW
     # the 95th percentile's upper confidence bound covers the 5% of pairs 6% apart: a repeat lands inside
-    assert math.isclose(drift.floor(window), 0.06, rel_tol=1e-9)
-    assert drift.upper_rank(128) > 0.95 * 128 and drift.upper_rank(10) == 10
-    assert drift.add(window, 0.0, 1.0) == window and drift.add(window, None, 1.0) == window
-    wild = drift.add([0.01] * 30, 1.0, 1.5)  # one busy moment the flags missed does not set every interval
-    assert drift.floor(wild) < 0.02 and drift.floor(wild[-5:]) > 0.4  # (with few pairs it does: not earned)
+    assert math.isclose(interval_floor.floor(window), 0.06, rel_tol=1e-9)
+    assert interval_floor.upper_rank(128) > 0.95 * 128 and interval_floor.upper_rank(10) == 10
+    assert interval_floor.add(window, 0.0, 1.0) == window and interval_floor.add(window, None, 1.0) == window
+    wild = interval_floor.add([0.01] * 30, 1.0, 1.5)  # one busy moment the flags missed does not set every interval
+    assert interval_floor.floor(wild) < 0.02 and interval_floor.floor(wild[-5:]) > 0.4  # (with few pairs it does: not earned)

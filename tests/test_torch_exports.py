@@ -11,7 +11,7 @@ from conftest import ROOT, TORCH_FILES
 CHECK = r"""
 import sys, numpy as np
 from mlir_rl_tui.engine import load_file
-from mlir_rl_tui.engine.compile import Stages, compile_module, aligned_empty
+from mlir_rl_tui.engine.run.compile import Stages, compile_module, aligned_empty
 path = sys.argv[1]
 prog = load_file(path)
 x = np.load(path[:-5] + "_input.npy")

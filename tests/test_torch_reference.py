@@ -13,7 +13,7 @@ torch = pytest.importorskip("torch", reason="torch is the agent extra (scripts/s
 def test_pytorch_computes_the_sample(name):
     from mlir_rl_tui.agent.torch_reference import reference_output
     from mlir_rl_tui.engine import load_file
-    from mlir_rl_tui.engine.compile import Stages, compile_module, random_inputs
+    from mlir_rl_tui.engine.run.compile import Stages, compile_module, random_inputs
 
     prog = load_file(str(SAMPLES / f"{name}.mlir"))
     k, _ = compile_module(prog.text, None, False, prog.func_name, prog.args, prog.results[0], Stages())
@@ -38,8 +38,8 @@ def test_a_reference_beside_another_program_is_refused(tmp_path, engine, monkeyp
     refuses (it holds the sha256 of its program's text) instead of checking the program against it."""
     from mlir_rl_tui.agent import torch_import
     from mlir_rl_tui.engine import load_file
-    from mlir_rl_tui.engine.compile import Stages, compile_module, random_inputs
     from mlir_rl_tui.engine.errors import EngineError
+    from mlir_rl_tui.engine.run.compile import Stages, compile_module, random_inputs
 
     out = tmp_path / "add.mlir"
     text = (SAMPLES / "add.mlir").read_text()

@@ -10,8 +10,8 @@ import pytest
 from conftest import SAMPLES
 
 from mlir_rl_tui.engine import load_file, parse
+from mlir_rl_tui.engine.rl.trace import read_trace, write_schedule
 from mlir_rl_tui.engine.search import search
-from mlir_rl_tui.engine.trace import read_trace, write_schedule
 
 
 @pytest.fixture
@@ -38,7 +38,7 @@ def test_search_trace_holds_the_best_schedule_step_by_step(engine, matmul, tmp_p
     assert [rec["step"] for rec in ep.records] == list(range(len(r.schedule)))
     assert ep.measurement["speedup"] == r.best.speedup
     assert all(rec["measurement"] is None for rec in ep.records[:-1])
-    from mlir_rl_tui.engine.features import feature_size
+    from mlir_rl_tui.engine.rl.features import feature_size
 
     assert len(ep.records[0]["observation"]) == 2 * feature_size()
     assert ep.records[0]["mask"][0] == [1, 1, 1, 1, 0, 1]  # V masked on the untiled matmul
@@ -94,8 +94,8 @@ def test_program_text_travels_with_a_trace_of_an_in_memory_program(engine, tmp_p
 def test_env_traces_number_their_episodes_after_those_in_the_file(engine, matmul, tmp_path):
     import gymnasium
 
-    from mlir_rl_tui.engine.actions import to_vectors
-    from mlir_rl_tui.engine.schedule import Action
+    from mlir_rl_tui.engine.rl.actions import to_vectors
+    from mlir_rl_tui.engine.schedule.notation import Action
 
     path = str(tmp_path / "env.jsonl")
     write_schedule(path, matmul, parse("op0: NT; op1: NT"), "user", None)
@@ -113,9 +113,9 @@ def test_env_traces_number_their_episodes_after_those_in_the_file(engine, matmul
 
 def test_env_wrapper_records_an_interchange_whole_with_the_observation_before_its_first_level(engine, matmul,
                                                                                                tmp_path):
-    from mlir_rl_tui.engine.actions import to_vectors
-    from mlir_rl_tui.engine.env import RecordTrace, ScheduleEnv
-    from mlir_rl_tui.engine.schedule import Action
+    from mlir_rl_tui.engine.rl.actions import to_vectors
+    from mlir_rl_tui.engine.rl.env import RecordTrace, ScheduleEnv
+    from mlir_rl_tui.engine.schedule.notation import Action
 
     path = str(tmp_path / "env.jsonl")
     env = RecordTrace(ScheduleEnv(matmul, engine=engine, measure="never"), path, source="user")
@@ -135,8 +135,8 @@ def test_env_wrapper_records_an_interchange_whole_with_the_observation_before_it
 def test_recorder_writes_steps_in_step_order_once_a_measurement_is_known(matmul, tmp_path):
     """The app's use: measurements arrive later, some never (cancelled), a step may be undone."""
     from mlir_rl_tui.engine import Session
-    from mlir_rl_tui.engine.actions import flat_mask
-    from mlir_rl_tui.engine.trace import TraceRecorder
+    from mlir_rl_tui.engine.rl.actions import flat_mask
+    from mlir_rl_tui.engine.rl.trace import TraceRecorder
 
     path = tmp_path / "t.jsonl"
     sess = Session(matmul)
@@ -168,7 +168,7 @@ def test_recorder_writes_steps_in_step_order_once_a_measurement_is_known(matmul,
 
 
 def test_recorders_never_share_an_episode_number(matmul, tmp_path):
-    from mlir_rl_tui.engine.trace import TraceRecorder
+    from mlir_rl_tui.engine.rl.trace import TraceRecorder
 
     path = str(tmp_path / "t.jsonl")
     with open(path, "w") as f:  # a record of an older trace, without "episode": episode 0
@@ -210,8 +210,8 @@ def test_traces_of_earlier_writers_still_read(matmul, tmp_path):
 
 def test_two_episodes_of_one_program_read_back_and_clone_as_two_schedules(matmul, tmp_path):
     from mlir_rl_tui.engine import Session
-    from mlir_rl_tui.engine.actions import flat_mask
-    from mlir_rl_tui.engine.trace import TraceRecorder
+    from mlir_rl_tui.engine.rl.actions import flat_mask
+    from mlir_rl_tui.engine.rl.trace import TraceRecorder
 
     path = str(tmp_path / "t.jsonl")
     first, second = parse("op0: T(32,32,32) NT; op1: NT"), parse("op0: TF(64,64,0) T(8,32,1) V; op1: NT")
@@ -284,7 +284,7 @@ def test_appending_after_a_cut_last_line_drops_it_first(matmul, tmp_path, capsys
 
 
 def test_a_file_holding_only_a_cut_line_is_emptied_before_appending(matmul, tmp_path):
-    from mlir_rl_tui.engine.trace import TraceWriter
+    from mlir_rl_tui.engine.rl.trace import TraceWriter
 
     path = tmp_path / "only-cut.jsonl"
     path.write_bytes(b'{"program": "samples/matmul.ml')

@@ -8,8 +8,8 @@ import sys
 from conftest import mlir_opt_path
 
 from mlir_rl_tui.engine import parse
-from mlir_rl_tui.engine.export import replayable, strip_transforms
-from mlir_rl_tui.engine.transforms import script
+from mlir_rl_tui.engine.ir.export import replayable, strip_transforms
+from mlir_rl_tui.engine.schedule.transforms import script
 
 
 def test_script_has_one_builder_per_action(matmul):
@@ -41,9 +41,9 @@ def test_a_tiling_that_tiles_nothing_emits_nothing(matmul, engine, monkeypatch):
     8x32 tile as a tensor, read and written every iteration, not a vector in registers; 2.65x slower on a
     16x768x768 matmul): the level emits nothing, and the schedule is the same code as the one without it,
     measured and cached as that one."""
-    from mlir_rl_tui.engine import transforms
-    from mlir_rl_tui.engine.mask import effective
-    from mlir_rl_tui.engine.schedule import to_text
+    from mlir_rl_tui.engine.schedule import transforms
+    from mlir_rl_tui.engine.schedule.notation import to_text
+    from mlir_rl_tui.engine.schedule.state import effective
 
     once, twice = parse("op0: T(32,32,0) T(8,32,1) V"), parse("op0: T(32,32,0) T(8,32,1) T(8,32,1) T(0,0,0) V")
     code = [[ln for ln in script(matmul, s).splitlines() if "//" not in ln] for s in (once, twice)]
@@ -96,7 +96,7 @@ def test_mlir_opt_replay_of_a_parallel_conv_gives_the_same_result(engine, tmp_pa
     from conftest import SAMPLES
 
     from mlir_rl_tui.engine import load_file
-    from mlir_rl_tui.engine.compile import Stages, compile_module, random_inputs
+    from mlir_rl_tui.engine.run.compile import Stages, compile_module, random_inputs
 
     conv = load_file(str(SAMPLES / "conv2d.mlir"))
     sched = parse("op0: TP(1,28,0,0,0,0,0) T(1,1,8,32,1,0,1) V; op1: T(1,2,8,64) V")

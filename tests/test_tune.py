@@ -59,7 +59,7 @@ def cli(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
 
 def test_identical_ops_share_a_workload_and_shapes_do_not():
     from mlir_rl_tui.engine import load
-    from mlir_rl_tui.engine import workload as wl
+    from mlir_rl_tui.engine.tune import workload as wl
 
     prog = load(CHAIN)
     keys = wl.of_program(prog)
@@ -84,7 +84,7 @@ def test_tune_tunes_each_workload_once_and_a_second_run_needs_no_search(tmp_path
     by_ops = {tuple(w["ops"]): w for w in first["workloads"]}
     assert set(by_ops) == {("op0", "op1"), ("op2",)}
     assert all(w["state"] == "tuned" for w in first["workloads"]), first["workloads"]  # each reached its optimum
-    assert all(w["alone"] for w in first["workloads"])  # each on its own program (engine.extract)
+    assert all(w["alone"] for w in first["workloads"])  # each on its own program (engine.ir.extract)
     sched = first["schedule"]
     # the two ops of one workload were given one op schedule
     parts = dict(p.split(": ", 1) for p in sched.split("; ")) if sched else {}
@@ -174,13 +174,13 @@ def test_tune_errors_are_one_line(tmp_path):
 
 # -- the database ----------------------------------------------------------------------------------
 def _rec(ms: float, schedule: str = "T(8) V", workload: str = "w1"):
-    from mlir_rl_tui.engine.tuning_db import Record
+    from mlir_rl_tui.engine.store.tuning_db import Record
 
     return Record("m", workload, schedule, ms, "relu 4096", {"name": "linalg.generic"}, "sha")
 
 
 def test_the_database_keeps_the_fastest_and_never_serves_a_damaged_row(tmp_path, capsys):
-    from mlir_rl_tui.engine.tuning_db import TuningDB
+    from mlir_rl_tui.engine.store.tuning_db import TuningDB
 
     path = str(tmp_path / "t.sqlite")
     db = TuningDB(path)
@@ -205,7 +205,7 @@ def test_the_database_keeps_the_fastest_and_never_serves_a_damaged_row(tmp_path,
 
 
 def test_export_and_import_refuse_tampered_lines(tmp_path, monkeypatch):
-    from mlir_rl_tui.engine.tuning_db import TuningDB
+    from mlir_rl_tui.engine.store.tuning_db import TuningDB
 
     a = TuningDB(str(tmp_path / "a.sqlite"))
     a.add(_rec(2.0))
@@ -224,7 +224,7 @@ def test_export_and_import_refuse_tampered_lines(tmp_path, monkeypatch):
 
     with pytest.raises(EngineError, match="not a tuning database export"):
         b.import_file(str(tmp_path / "junk"))
-    import mlir_rl_tui.engine.tuning_db as tdb
+    import mlir_rl_tui.engine.store.tuning_db as tdb
 
     # an over-long line is read in pieces and refused (memory bound); the lines around it are taken
     longest = max(len(ln) for ln in lines[1:])
@@ -235,7 +235,7 @@ def test_export_and_import_refuse_tampered_lines(tmp_path, monkeypatch):
 
 def test_every_row_says_who_made_it_and_an_import_keeps_where_it_came_from(tmp_path, capsys):
     from mlir_rl_tui.commands import main
-    from mlir_rl_tui.engine.tuning_db import TuningDB, here
+    from mlir_rl_tui.engine.store.tuning_db import TuningDB, here
 
     a = TuningDB(str(tmp_path / "a.sqlite"))
     a.add(_rec(2.0))
@@ -262,7 +262,7 @@ def test_every_row_says_who_made_it_and_an_import_keeps_where_it_came_from(tmp_p
 def test_the_database_survives_kill_9_while_writing(tmp_path):
     path = str(tmp_path / "t.sqlite")
     writer = textwrap.dedent(f"""
-        from mlir_rl_tui.engine.tuning_db import Record, TuningDB
+        from mlir_rl_tui.engine.store.tuning_db import Record, TuningDB
         db = TuningDB({path!r})
         i = 0
         while True:
@@ -279,7 +279,7 @@ def test_the_database_survives_kill_9_while_writing(tmp_path):
         time.sleep(0.2)
         p.send_signal(signal.SIGKILL)
         p.wait()
-    from mlir_rl_tui.engine.tuning_db import TuningDB
+    from mlir_rl_tui.engine.store.tuning_db import TuningDB
 
     db = TuningDB(path)
     recs = db.records("m")
@@ -299,13 +299,13 @@ class _FixedEngine:
         self.figures, self.faster, self.compared = figures, faster, []
 
     def baseline(self, program, **kw):
-        from mlir_rl_tui.engine.schedule import Schedule
+        from mlir_rl_tui.engine.schedule.notation import Schedule
 
         return self.measure(program, Schedule({}))
 
     def measure(self, program, schedule, **kw):
         from mlir_rl_tui.engine.engine import Measurement
-        from mlir_rl_tui.engine.schedule import to_text
+        from mlir_rl_tui.engine.schedule.notation import to_text
 
         text = to_text(schedule)
         t = 10.0 if not text else self.figures.get(text, 1.0)
@@ -314,7 +314,7 @@ class _FixedEngine:
 
     def compare(self, program, candidate, incumbent, **kw):
         from mlir_rl_tui.engine.engine import Comparison
-        from mlir_rl_tui.engine.schedule import to_text
+        from mlir_rl_tui.engine.schedule.notation import to_text
 
         self.compared.append((to_text(candidate), to_text(incumbent)))
         won = to_text(candidate) == self.faster
@@ -330,10 +330,10 @@ def test_a_climb_takes_what_a_paired_comparison_finds_faster_and_nothing_else():
     import numpy as np
 
     from mlir_rl_tui.engine import load
-    from mlir_rl_tui.engine.schedule import parse, to_text
+    from mlir_rl_tui.engine.schedule.notation import parse, to_text
     from mlir_rl_tui.engine.search.base import Evaluator
     from mlir_rl_tui.engine.search.hill import kinds, neighbours, recipes_of, schedule_from
-    from mlir_rl_tui.engine.tune import Tuner, Workload
+    from mlir_rl_tui.engine.tune.tuner import Tuner, Workload
 
     prog = load(CHAIN)
     start = parse("op2: T(32) V")

@@ -22,8 +22,8 @@ import numpy as np
 
 from mlir_rl_tui.engine.engine import Engine
 from mlir_rl_tui.engine.errors import EngineError
-from mlir_rl_tui.engine.program import Program
-from mlir_rl_tui.engine.schedule import Schedule
+from mlir_rl_tui.engine.ir.program import Program
+from mlir_rl_tui.engine.schedule.notation import Schedule
 from mlir_rl_tui.engine.search.base import BudgetExhausted, Evaluator, SearchResult
 from mlir_rl_tui.engine.search.beam import beam
 from mlir_rl_tui.engine.search.exhaustive import exhaustive
@@ -64,7 +64,7 @@ def search(engine: Engine, program: Program, method: str, budget: int, seed: int
     except BudgetExhausted:
         ev.result.stopped = "cancelled" if cancel is not None and cancel.is_set() else "budget"
     if trace:
-        from mlir_rl_tui.engine.trace import write_schedule
+        from mlir_rl_tui.engine.rl.trace import write_schedule
 
         write_schedule(trace, program, ev.result.schedule, "search", ev.result.best, engine.limits, engine.openmp)
     return ev.result

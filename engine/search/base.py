@@ -13,9 +13,9 @@ from itertools import permutations
 
 from mlir_rl_tui.engine.engine import Engine, Measurement
 from mlir_rl_tui.engine.errors import EngineError, ScheduleError
-from mlir_rl_tui.engine.mask import OpState
-from mlir_rl_tui.engine.program import Program
-from mlir_rl_tui.engine.schedule import TILED, Action, Schedule, to_text
+from mlir_rl_tui.engine.ir.program import Program
+from mlir_rl_tui.engine.schedule.notation import TILED, Action, Schedule, to_text
+from mlir_rl_tui.engine.schedule.state import OpState
 from mlir_rl_tui.engine.session import Session
 
 #: Uniform tile sizes tried by greedy and beam moves (hill and exhaustive have their own spaces).

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from mlir_rl_tui.engine.schedule import to_text
+from mlir_rl_tui.engine.schedule.notation import to_text
 from mlir_rl_tui.engine.search.base import Evaluator, complete, moves, skip_untunable
 
 WIDTH = 3

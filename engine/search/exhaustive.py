@@ -13,8 +13,8 @@ from itertools import product
 
 import numpy as np
 
-from mlir_rl_tui.engine.mask import action_mask
-from mlir_rl_tui.engine.schedule import Action, Schedule
+from mlir_rl_tui.engine.schedule.notation import Action, Schedule
+from mlir_rl_tui.engine.schedule.state import action_mask
 from mlir_rl_tui.engine.search.base import Evaluator, finish_op, try_apply, tunable
 from mlir_rl_tui.engine.session import Session
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from mlir_rl_tui.engine.schedule import Action, Schedule
+from mlir_rl_tui.engine.schedule.notation import Action, Schedule
 from mlir_rl_tui.engine.search.base import Evaluator, finish_op, fit_sizes, try_apply, tunable
 
 START_SIZE = 32
@@ -132,7 +132,7 @@ def recipes_of(ev: Evaluator, schedule: Schedule, fallback: dict[str, Recipe] | 
 
 def kinds(ev: Evaluator, op_id: str) -> list[str]:
     """First-tiling kinds the op allows before any action (TF needs a producer, TP needs OpenMP)."""
-    from mlir_rl_tui.engine.mask import transformation_reasons
+    from mlir_rl_tui.engine.schedule.state import transformation_reasons
 
     sess = ev.session()
     allowed = transformation_reasons(sess.states[op_id], ev.program, ev.engine.limits, ev.openmp)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from mlir_rl_tui.engine.schedule import TILED, Action
+from mlir_rl_tui.engine.schedule.notation import TILED, Action
 from mlir_rl_tui.engine.search.base import Evaluator, skip_untunable
 from mlir_rl_tui.engine.session import Session
 

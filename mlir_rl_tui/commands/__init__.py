@@ -41,7 +41,7 @@ COMMANDS: dict[str, Command] = {
     "apply": Command("apply", "apply a schedule, measure it, report the speedup"),
     "search": Command("search", "search for a fast schedule with a budget of measurements"),
     "replay": Command("replay", "re-apply and re-measure the schedules of a trace"),
-    "dataset": Command("dataset", "generate a training data set of programs (engine.dataset)"),
+    "dataset": Command("dataset", "generate a training data set of programs"),
     "optimize": Command("optimize", "the policy's schedule in one pass, measured"),
     "train": Command("train", "train a policy: PPO, behaviour cloning on traces first, or the "
                               "shipped policy's recipe (--recipe default)"),
@@ -173,7 +173,7 @@ def main(argv: list[str] | None = None) -> int:
         if not hasattr(args, "handler"):
             parser.print_help()
             return 2
-        from mlir_rl_tui.engine.cache import unsaved
+        from mlir_rl_tui.engine.store.cache import unsaved
 
         unsaved()  # what an earlier command in this process left unsaved is not this one's
         code = args.handler(args)
@@ -193,7 +193,7 @@ def main(argv: list[str] | None = None) -> int:
 def _saved(code: int) -> int:
     """A command whose results could not all be stored (a cache or database dropped after an error, or
     locked) ends non-zero with one line saying what was not saved, even when its own work succeeded."""
-    from mlir_rl_tui.engine.cache import unsaved
+    from mlir_rl_tui.engine.store.cache import unsaved
 
     lost = unsaved()
     if lost is None:

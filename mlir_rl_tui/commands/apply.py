@@ -44,7 +44,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from mlir_rl_tui.engine import parse
-    from mlir_rl_tui.engine.mask import check_schedule
+    from mlir_rl_tui.engine.schedule.state import check_schedule
     from mlir_rl_tui.progress import ProgressLine
 
     # the files to write (not the program, not each other), checked now and written once the measurement is ok
@@ -59,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
     check_measurable(prog, args.file, args.max_seconds)
     texts: dict[str, str] = {}
     if args.emit_transform:
-        from mlir_rl_tui.engine.export import replayable
+        from mlir_rl_tui.engine.ir.export import replayable
 
         texts[args.emit_transform] = replayable(prog, sched)
     with ProgressLine() as line, make_engine(args) as eng, Deadline(args.max_seconds) as limit:
@@ -113,7 +113,7 @@ def describe(m) -> str:
     if m.peak_fraction is not None:
         what = "FMA peak" if m.bound == "compute" else "bandwidth"
         text += f", {100 * m.peak_fraction:.0f}% of {what} ({m.runtime})"
-    if m.handoff_us is not None:  # engine.contention: what a parallel region's fork and join cost meanwhile
+    if m.handoff_us is not None:  # engine.measure.contention: what a parallel region's fork and join cost meanwhile
         text += f", hand-off {m.handoff_us:.2f} us"
     if m.contended:
         text += f"; CONTENDED: other processes used {m.foreign_cores:.1f} cores while it was timed (not cached)"

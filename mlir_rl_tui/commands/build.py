@@ -1,4 +1,4 @@
-"""`mlir-rl-tui build FILE --schedule TEXT -o OUT.so`: a scheduled program as a callable kernel (engine.native)."""
+"""`mlir-rl-tui build FILE --schedule TEXT -o OUT.so`: a scheduled program as a callable kernel (engine.run.native)."""
 
 from __future__ import annotations
 

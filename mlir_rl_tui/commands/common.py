@@ -45,8 +45,8 @@ def add_json(p: argparse.ArgumentParser, text: str = "print one JSON object") ->
 
 def program_arg(arg: str) -> str:
     """A FILE argument (argparse `type`): the file, or the shipped sample of that name when no such file
-    exists here (mlir_rl_tui.engine.samples.program); a bare name that is neither is a one-line error."""
-    from mlir_rl_tui.engine import samples
+    exists here (mlir_rl_tui.engine.corpus.samples.program); a bare name that is neither is a one-line error."""
+    from mlir_rl_tui.engine.corpus import samples
 
     path = samples.program(arg)
     if path == arg and not os.path.exists(arg) and samples.looks_like_name(arg):
@@ -70,8 +70,8 @@ def add_entry(p: argparse.ArgumentParser) -> None:
 
 
 def load_program(args: argparse.Namespace):
-    """Load args.file with args.entry, guarded (engine.loader): every failure is one line."""
-    from mlir_rl_tui.engine.loader import load_file
+    """Load args.file with args.entry, guarded (engine.ir.loader): every failure is one line."""
+    from mlir_rl_tui.engine.ir.loader import load_file
     from mlir_rl_tui.progress import ProgressLine
 
     with ProgressLine() as line:
@@ -83,7 +83,7 @@ def check_measurable(prog, name: str, max_seconds: float | None = None) -> None:
     """Before measuring: refuse a program whose untransformed run is too long to measure (one-line
     error), and say on stderr how long measuring will take when that is more than a few seconds (and
     what `--max-seconds` does to it, for a command that has it)."""
-    from mlir_rl_tui.engine.program import measurement_note
+    from mlir_rl_tui.engine.ir.program import measurement_note
 
     text = measurement_note(prog, name)
     if text:
@@ -224,10 +224,10 @@ def same_file(a: str, b: str) -> bool:
 
 def open_tuning_db(path: str | None, readonly: bool = False):
     """The tuning database of `--db`. The default one (None) opens as the product's own: a damaged file is
-    moved aside and a fresh one started. A file the user named is never moved aside (engine.cache.Store's
+    moved aside and a fresh one started. A file the user named is never moved aside (engine.store.cache.Store's
     `named`, `readonly`): a folder, a file of another kind, a read-only or locked one, or (`readonly`) a
     missing one is a one-line EngineError."""
-    from mlir_rl_tui.engine.tuning_db import TuningDB
+    from mlir_rl_tui.engine.store.tuning_db import TuningDB
 
     if path is None:
         return TuningDB(None)
@@ -268,7 +268,7 @@ def output_file(path: str, inputs: Iterable[str] = (), regular: bool = False) ->
     for other in inputs:
         if other and same_file(path, other):
             raise CliError(f"{path}: the same file as {other}, which this command reads; give another path to write")
-    from mlir_rl_tui.engine.cache import writable
+    from mlir_rl_tui.engine.store.cache import writable
 
     if os.path.isfile(path) and not writable(path):  # renaming over it would succeed: its mode says no
         raise CliError(f"{path}: read-only; make it writable, or give another path")
@@ -277,9 +277,9 @@ def output_file(path: str, inputs: Iterable[str] = (), regular: bool = False) ->
 
 def trace_file(path: str, inputs: Iterable[str] = ()) -> str:
     """`output_file` for a trace a command appends to (`--trace`, `--record`): also a CliError when the file
-    exists and is not a trace (engine.trace.check_appendable), so nothing is appended to another file."""
+    exists and is not a trace (engine.rl.trace.check_appendable), so nothing is appended to another file."""
     from mlir_rl_tui.engine.errors import EngineError
-    from mlir_rl_tui.engine.trace import check_appendable
+    from mlir_rl_tui.engine.rl.trace import check_appendable
 
     output_file(path, inputs)
     try:
@@ -291,11 +291,11 @@ def trace_file(path: str, inputs: Iterable[str] = ()) -> str:
 
 @contextlib.contextmanager
 def replacing(path: str) -> Iterator[str]:
-    """engine.atomic.replacing for a command: a temporary file beside `path` that takes its place (synced, in
+    """engine.store.atomic.replacing for a command: a temporary file beside `path` that takes its place (synced, in
     one step) when the block ends without an exception, else is removed, leaving `path` as it was. An OSError
     inside becomes a one-line CliError, and a user error (CliError, EngineError) whose message names the
     temporary file names `path` instead."""
-    from mlir_rl_tui.engine import atomic
+    from mlir_rl_tui.engine.store import atomic
 
     tmp = path
     try:
@@ -314,7 +314,7 @@ def fmt_speedup(s) -> str:
 
 
 def build_checked(eng, prog, schedule, out: str, program_path: str, extra: dict | None = None) -> tuple[dict, str]:
-    """Build `schedule` of `prog` into the library `out` (engine.native.build_library), run it before it takes
+    """Build `schedule` of `prog` into the library `out` (engine.run.native.build_library), run it before it takes
     `out`'s place in a separate process (a crash cannot take this one down) and compare its result with
     PyTorch's saved at import (PROGRAM.torch.npz) or, without one, the untransformed program's, run by the
     engine on the same seeded inputs. A library that disagrees is not written (one-line EngineError naming
@@ -325,7 +325,7 @@ def build_checked(eng, prog, schedule, out: str, program_path: str, extra: dict 
     import tempfile
 
     from mlir_rl_tui.engine.errors import EngineError
-    from mlir_rl_tui.engine.native import build_library
+    from mlir_rl_tui.engine.run.native import build_library
 
     torch_ref = program_path + ".torch.npz"
     checked = "PyTorch" if os.path.exists(torch_ref) else "engine"

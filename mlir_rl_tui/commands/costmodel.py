@@ -81,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
     except ImportError as e:
         raise CliError(f"the cost model needs the agent extra (torch: {e.name} is missing); "
                        "pip install 'mlir-rl-tui[agent]'") from None
-    from mlir_rl_tui.engine.cache import CACHE_FILE, Cache, default_cache_dir
+    from mlir_rl_tui.engine.store.cache import CACHE_FILE, Cache, default_cache_dir
 
     where = folder("--cache", args.cache, must_exist=True) if args.cache else default_cache_dir()
     out = getattr(args, "out", None)

@@ -1,4 +1,4 @@
-"""`mlir-rl-tui dataset generate --out DIR --n N`: programs in the style of the paper's data set (engine.dataset)."""
+"""`mlir-rl-tui dataset generate --out DIR --n N`: programs in the style of the paper's data set (engine.corpus.generator)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                                                         "(its manifest.json and same-named programs are overwritten)")
     m = sub.add_parser("measure", help="measure schedules of a data set's programs for the cost model (costmodel train)")
     m.add_argument("programs", nargs="+", metavar="DIR|FILE",
-                   help="engine.dataset folders (their programs, or one --split) and .mlir files")
+                   help="folders `dataset generate` wrote (their programs, or one --split) and .mlir files")
     m.add_argument("--split", choices=["train", "eval", "all"], default="all", help="which split of a folder")
     m.add_argument("--budget", type=positive_int, default=20, help="measurements per search method and program (default 20)")
     m.add_argument("--methods", default=",".join(("random", "hill")),
@@ -34,7 +34,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     e.add_argument("file", metavar="FILE", help="the measurement file to write (gzipped JSON lines; replaced "
                                                 "only once it is written whole)")
     e.add_argument("--programs", nargs="+", required=True, metavar="DIR|FILE",
-                   help="engine.dataset folders, folders of .mlir files and .mlir files whose rows to write (after "
+                   help="folders `dataset generate` wrote, folders of .mlir files and .mlir files whose rows to write (after "
                         "FILE: --programs takes the rest of the line)")
     i = sub.add_parser("import", help="put a measurement file's rows into the cache (the cache's own rows win)")
     i.add_argument("file", metavar="FILE", help="a file written by dataset export")
@@ -46,7 +46,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from mlir_rl_tui.engine import dataset
+    from mlir_rl_tui.engine.corpus import generator
     from mlir_rl_tui.progress import ProgressLine
 
     if args.dataset_command == "measure":
@@ -63,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
     eng = None if args.no_baseline else make_engine(args)
     try:
         with ProgressLine() as line:
-            man = dataset.generate(args.out, args.n, args.seed, engine=eng, eval_fraction=args.eval_fraction,
+            man = generator.generate(args.out, args.n, args.seed, engine=eng, eval_fraction=args.eval_fraction,
                                    on_progress=lambda i, n, name: line.update(f"dataset: {i}/{n} {name}"))
     finally:
         if eng is not None:
@@ -96,8 +96,8 @@ def check_out_folder(out: str, force: bool) -> None:
 
 
 def run_measure(args: argparse.Namespace) -> int:
-    from mlir_rl_tui.engine import dataset
-    from mlir_rl_tui.engine.programs import program_paths
+    from mlir_rl_tui.engine.corpus import generator
+    from mlir_rl_tui.engine.corpus.programs import program_paths
     from mlir_rl_tui.engine.search import METHODS
     from mlir_rl_tui.progress import ProgressLine
 
@@ -108,7 +108,7 @@ def run_measure(args: argparse.Namespace) -> int:
     paths = program_paths(args.programs, None if args.split == "all" else args.split)
     start = time.monotonic()
     with ProgressLine() as line, make_engine(args) as eng:
-        made = dataset.measure(paths, eng, args.budget, methods, args.seed,
+        made = generator.measure(paths, eng, args.budget, methods, args.seed,
                                on_progress=lambda i, n, what: line.update(f"measure: {i}/{n} {what}"))
         cached = len(eng.cache) if eng.cache is not None else 0
     print(f"{sum(made.values())} measurements on {len(paths)} programs ({sum(1 for v in made.values() if v)} "
@@ -119,10 +119,10 @@ def run_measure(args: argparse.Namespace) -> int:
 def run_transfer(args: argparse.Namespace) -> int:
     """`dataset export FILE --programs ...` / `dataset import FILE`: measurements carried between caches."""
     from mlir_rl_tui.engine import load_file
-    from mlir_rl_tui.engine import measurement_file as mf
-    from mlir_rl_tui.engine.cache import Cache
+    from mlir_rl_tui.engine.corpus.programs import program_paths
     from mlir_rl_tui.engine.engine import machine_key
-    from mlir_rl_tui.engine.programs import program_paths
+    from mlir_rl_tui.engine.store import measurement_file as mf
+    from mlir_rl_tui.engine.store.cache import Cache
 
     cache = Cache()
     if not cache.usable:
@@ -147,9 +147,9 @@ def run_transfer(args: argparse.Namespace) -> int:
 
 def check_same_kind(path: str) -> None:
     """`import --as-this-machine`: the file's timings of the samples' untransformed code against this
-    machine's (engine.measurement_file.same_kind); CliError, nothing imported, when they differ beyond the tolerance."""
+    machine's (engine.store.measurement_file.same_kind); CliError, nothing imported, when they differ beyond the tolerance."""
     from mlir_rl_tui.engine import Engine
-    from mlir_rl_tui.engine import measurement_file as mf
+    from mlir_rl_tui.engine.store import measurement_file as mf
 
     print(f"{path}: timing the samples' untransformed code to check this machine is the file's kind", flush=True)
     with Engine() as eng:  # the cache's timing lock; same_kind's timings are not stored

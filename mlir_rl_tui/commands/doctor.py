@@ -31,7 +31,7 @@ def _pct(x: float | None) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from mlir_rl_tui.engine import Engine
-    from mlir_rl_tui.engine.doctor import diagnose
+    from mlir_rl_tui.engine.measure.doctor import diagnose
     from mlir_rl_tui.progress import ProgressLine
 
     with ProgressLine() as line, Engine() as eng:

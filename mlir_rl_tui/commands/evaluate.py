@@ -54,7 +54,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from mlir_rl_tui.agent.evaluate import RowsError, RowsFile, evaluation, settings
-    from mlir_rl_tui.engine.programs import program_paths
+    from mlir_rl_tui.engine.corpus.programs import program_paths
     from mlir_rl_tui.progress import ProgressLine
 
     paths = program_paths(args.programs, None if args.split == "all" else args.split)

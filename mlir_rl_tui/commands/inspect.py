@@ -15,13 +15,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from mlir_rl_tui.engine import Session
-    from mlir_rl_tui.engine.mask import action_mask
+    from mlir_rl_tui.engine.schedule.state import action_mask
 
     prog = load_program(args)
     sess = Session(prog)
     masks = {o.id: action_mask(sess.states[o.id], prog, sess.limits, sess.openmp) for o in prog.ops}
     if args.json:
-        from mlir_rl_tui.engine.features import features
+        from mlir_rl_tui.engine.rl.features import features
 
         ops = [{"id": o.id, "name": o.name, "type": o.op_type, "location": o.location,
                 "loops": [{"bound": lp.bound, "iterator": lp.iterator} for lp in o.loops],

@@ -21,8 +21,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from mlir_rl_tui.engine.errors import EntryError
-    from mlir_rl_tui.engine.loader import PendingLoad, load_file
-    from mlir_rl_tui.engine.program import measurement_note
+    from mlir_rl_tui.engine.ir.loader import PendingLoad, load_file
+    from mlir_rl_tui.engine.ir.program import measurement_note
     from mlir_rl_tui.progress import ProgressLine
 
     # the loader parses while this process imports Textual; a bad file fails before the screen is taken

@@ -24,8 +24,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from mlir_rl_tui.engine.mask import check_schedule
-    from mlir_rl_tui.engine.trace import read_trace
+    from mlir_rl_tui.engine.rl.trace import read_trace
+    from mlir_rl_tui.engine.schedule.state import check_schedule
     from mlir_rl_tui.progress import ProgressLine
 
     try:

@@ -6,7 +6,7 @@ import argparse
 import os
 import shutil
 
-import mlir_rl_tui.engine.samples as shipped
+import mlir_rl_tui.engine.corpus.samples as shipped
 from mlir_rl_tui.commands.common import CliError, add_json, emit
 
 DESCRIPTION = """Without NAME: the samples, one a line with what it computes, and the folder they are in.

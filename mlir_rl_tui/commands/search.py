@@ -52,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
     begin = None
     if args.start is not None:
         from mlir_rl_tui.engine import parse
-        from mlir_rl_tui.engine.mask import check_schedule
+        from mlir_rl_tui.engine.schedule.state import check_schedule
 
         if args.method != "hill":
             raise CliError(f"--start is for --method hill, not {args.method}")

@@ -113,7 +113,7 @@ def _ppo(given: dict) -> int:
     if traces:
         from mlir_rl_tui.agent import bc
         from mlir_rl_tui.agent.policy import ActorCritic, load, save
-        from mlir_rl_tui.engine.programs import load_programs
+        from mlir_rl_tui.engine.corpus.programs import load_programs
 
         progs = load_programs(a.programs, split="train")
         examples = [e for t in traces for e in bc.examples_from_trace(t, progs)]

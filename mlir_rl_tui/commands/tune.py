@@ -1,5 +1,5 @@
 """`mlir-rl-tui tune MODEL --minutes M -o OUT.so`: a whole model tuned within a wall-clock budget with the
-tuning database (engine.tune), built into a library PyTorch code can call (mlir_rl_tui.torch.load)."""
+tuning database (engine.tune.tuner), built into a library PyTorch code can call (mlir_rl_tui.torch.load)."""
 
 from __future__ import annotations
 
@@ -115,8 +115,8 @@ def run(args: argparse.Namespace) -> int:
 def _tune(args: argparse.Namespace, db, line, path: str, info: dict):
     """Tune the program at `path` and build its checked library: (TuneResult, the library's description,
     what it was checked against, whether Ctrl-C stopped the search)."""
-    from mlir_rl_tui.engine.loader import load_file
-    from mlir_rl_tui.engine.tune import Tuner
+    from mlir_rl_tui.engine.ir.loader import load_file
+    from mlir_rl_tui.engine.tune.tuner import Tuner
 
     prog = load_file(path)
     interrupted = threading.Event()

@@ -1,4 +1,4 @@
-"""`mlir-rl-tui tuning-db show|export|import`: the tuning database `tune` keeps (engine.tuning_db)."""
+"""`mlir-rl-tui tuning-db show|export|import`: the tuning database `tune` keeps (engine.store.tuning_db)."""
 
 from __future__ import annotations
 

@@ -29,7 +29,7 @@ import tomllib
 from dataclasses import dataclass, field
 
 from mlir_rl_tui.engine.errors import EngineError
-from mlir_rl_tui.engine.schedule import parse
+from mlir_rl_tui.engine.schedule.notation import parse
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 VIEWS = ("original", "transformed", "diff", "loops", "script")
@@ -88,7 +88,7 @@ def load(name_or_path: str) -> Lesson:
             raise EngineError(f"{path}: missing `{key}`")
     prog = str(data["program"])
     if not prog.endswith(".mlir"):
-        from mlir_rl_tui.engine.samples import NoSample, sample_path
+        from mlir_rl_tui.engine.corpus.samples import NoSample, sample_path
 
         try:
             prog_path = sample_path(prog)
@@ -116,7 +116,7 @@ def load(name_or_path: str) -> Lesson:
     if not steps:
         raise EngineError(f"{path}: a lesson needs at least one step")
     from mlir_rl_tui.engine import load_file
-    from mlir_rl_tui.engine.mask import check_schedule
+    from mlir_rl_tui.engine.schedule.state import check_schedule
 
     program = load_file(prog_path)
     for i, st in enumerate(steps):

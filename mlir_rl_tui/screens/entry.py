@@ -22,8 +22,8 @@ class EntryChoice:
     path: str
     candidates: list[str]
     message: str  # the one-line error the command line would have printed (shown when the user quits)
-    load: Callable[[str], Program]  # guarded load of the file with that entry (engine.loader)
-    #: One line before measuring (engine.program.measurement_note); raises for a program too slow to measure.
+    load: Callable[[str], Program]  # guarded load of the file with that entry (engine.ir.loader)
+    #: One line before measuring (engine.ir.program.measurement_note); raises for a program too slow to measure.
     check: Callable[[Program], str | None] | None = None
 
 

@@ -19,7 +19,7 @@ from textual.worker import Worker, WorkerState, get_current_worker
 
 from mlir_rl_tui.adapter import Adapter, NoPolicy, Suggestion
 from mlir_rl_tui.engine import Action, EngineError, Program, Session, to_text
-from mlir_rl_tui.engine.mask import tiles_nothing
+from mlir_rl_tui.engine.schedule.state import tiles_nothing
 from mlir_rl_tui.messages import (
     DiffReady,
     ExportDone,

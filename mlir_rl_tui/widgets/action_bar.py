@@ -12,8 +12,8 @@ from textual.widgets import Button, Label, Select
 
 from mlir_rl_tui.engine import Action, ScheduleError, Session
 from mlir_rl_tui.engine.config import TRANSFORMATIONS
-from mlir_rl_tui.engine.schedule import TILED
-from mlir_rl_tui.widgets.loopnest import _var
+from mlir_rl_tui.engine.schedule.notation import TILED
+from mlir_rl_tui.widgets.loopnest import loop_var
 
 MAX_LOOPS = 12  # Limits.n_loops: the action space has no more loop positions
 
@@ -127,14 +127,14 @@ class ActionBar(Horizontal):
                 d = st.loop_at(pos)
                 row = mask.tile[self.kind][pos]
                 allowed = [sz for sz, c in zip(mask.tile_sizes, row, strict=True) if c.allowed]
-                rows.append(([(f"{_var(d)}:{sz}", sz) for sz in allowed], default_size(allowed, st.extents[d]),
-                             f"tile size of loop {pos} ({_var(d)}, extent {st.extents[d]})"))
+                rows.append(([(f"{loop_var(d)}:{sz}", sz) for sz in allowed], default_size(allowed, st.extents[d]),
+                             f"tile size of loop {pos} ({loop_var(d)}, extent {st.extents[d]})"))
         elif self.kind == "I":
             done = list(s.pending) if s else []
             rest = [p for p in range(st.n_loops) if p not in done]
             for pos in range(st.n_loops):
                 value = done[pos] if pos < len(done) else rest[pos - len(done)]
-                opts = [(f"{pos}←{_var(st.loop_at(p))}{st.extents[st.loop_at(p)]}", p) for p in range(st.n_loops)]
+                opts = [(f"{pos}←{loop_var(st.loop_at(p))}{st.extents[st.loop_at(p)]}", p) for p in range(st.n_loops)]
                 rows.append((opts, value, f"which loop goes to position {pos}"))
         else:
             c = mask.transformation[self.kind]

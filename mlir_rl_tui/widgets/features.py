@@ -1,4 +1,4 @@
-"""The current op's feature vector, block by block as in the paper (Sec. IV-B, engine.features.blocks)."""
+"""The current op's feature vector, block by block as in the paper (Sec. IV-B, engine.rl.features.blocks)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from textual.widgets import Static
 
 from mlir_rl_tui.engine import Session
 from mlir_rl_tui.engine.config import ARITH_KINDS, OP_TYPES
-from mlir_rl_tui.engine.features import blocks, features, split
-from mlir_rl_tui.engine.mask import OpState, vectorize_choice
+from mlir_rl_tui.engine.rl.features import blocks, features, split
+from mlir_rl_tui.engine.schedule.state import OpState, vectorize_choice
 
 ARITH_SIGNS = {"add": "+", "sub": "-", "mul": "*", "div": "/", "exp": "exp"}
 

@@ -6,13 +6,13 @@ run over one tile, interchange reorders the point loops, and V turns them into o
 
 from __future__ import annotations
 
-from mlir_rl_tui.engine.mask import OpState
-from mlir_rl_tui.engine.schedule import TILED
+from mlir_rl_tui.engine.schedule.notation import TILED
+from mlir_rl_tui.engine.schedule.state import OpState
 
 NAMES = "ijklmnopqrstuvwxyz"
 
 
-def _var(d: int) -> str:
+def loop_var(d: int) -> str:
     return NAMES[d] if d < len(NAMES) else f"d{d}"
 
 
@@ -20,9 +20,9 @@ def _index(row: list[int]) -> str:
     terms = []
     for d, c in enumerate(row):
         if c == 1:
-            terms.append(_var(d))
+            terms.append(loop_var(d))
         elif c:
-            terms.append(f"{c}*{_var(d)}")
+            terms.append(f"{c}*{loop_var(d)}")
     return "+".join(terms) or "0"
 
 
@@ -58,7 +58,7 @@ def loop_nest(st: OpState, fused_producer: str | None = None, pending: list[int]
     start: list[str | None] = [None] * n
     level = [0] * n
     lines = [f"# {op.id}: {op.name} {op.shape_text}  ({op.location})",
-             "# loops: " + ", ".join(f"{_var(d)} {lp.bound} {lp.iterator}" for d, lp in enumerate(op.loops))]
+             "# loops: " + ", ".join(f"{loop_var(d)} {lp.bound} {lp.iterator}" for d, lp in enumerate(op.loops))]
     if st.fused_into:
         lines.append(f"# fused into {st.fused_into}: it runs inside {st.fused_into}'s tile loops, "
                      f"on a {'x'.join(str(e) for e in st.extents)} tile")
@@ -80,7 +80,7 @@ def loop_nest(st: OpState, fused_producer: str | None = None, pending: list[int]
                 if not s or pos >= n:
                     continue
                 d = order[pos]
-                v = f"{_var(d)}{level[d]}"
+                v = f"{loop_var(d)}{level[d]}"
                 lo = start[d] or "0"
                 hi = f"{start[d]}+{extents[d]}" if start[d] else str(extents[d])
                 emit(f"{kw} {v} in {lo}..{hi} step {s}:", str(a) if first else "")
@@ -93,17 +93,17 @@ def loop_nest(st: OpState, fused_producer: str | None = None, pending: list[int]
         elif a.kind == "I":
             order = [order[p] for p in a.params]
             lines.append("  " * depth + f"# {a}: point loops now in order "
-                         + ", ".join(_var(d) for d in order))
+                         + ", ".join(loop_var(d) for d in order))
         elif a.kind == "V":
             vectorized = True
         elif a.kind == "NT":
             lines.append("  " * depth + "# NT: no further transformation")
     if pending:
         lines.append("  " * depth + "# interchange in progress: "
-                     + ", ".join(f"position {p} <- {_var(order[loop])}" for p, loop in enumerate(pending)))
+                     + ", ".join(f"position {p} <- {loop_var(order[loop])}" for p, loop in enumerate(pending)))
     if vectorized:
         shape = "x".join(str(extents[d]) for d in order)
-        emit(f"vector<{shape}> over " + ", ".join(_var(d) for d in order) + ":", "V: one vector operation")
+        emit(f"vector<{shape}> over " + ", ".join(loop_var(d) for d in order) + ":", "V: one vector operation")
         depth += 1
         emit(body(st))
         return "\n".join(lines)
@@ -111,7 +111,7 @@ def loop_nest(st: OpState, fused_producer: str | None = None, pending: list[int]
         lo = start[d] or "0"
         hi = f"{start[d]}+{extents[d]}" if start[d] else str(extents[d])
         kw = "for" if op.loops[d].iterator == "parallel" else "for"
-        emit(f"{kw} {_var(d)} in {lo}..{hi}:", "reduction" if op.loops[d].iterator == "reduction" else "")
+        emit(f"{kw} {loop_var(d)} in {lo}..{hi}:", "reduction" if op.loops[d].iterator == "reduction" else "")
         depth += 1
     emit(body(st))
     return "\n".join(lines)

@@ -9,7 +9,7 @@ from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 from mlir_rl_tui.engine import Session
-from mlir_rl_tui.engine.schedule import TILED
+from mlir_rl_tui.engine.schedule.notation import TILED
 
 YES = Text("✓", style="bold green")
 NO = Text("✗", style="bold red")

@@ -21,7 +21,7 @@ class Point:
     step: int
     speedup: float
     source: str
-    peak: float | None = None  # fraction of the roofline bound (engine.roofline)
+    peak: float | None = None  # fraction of the roofline bound (engine.measure.roofline)
 
 
 class SpeedupPlot(PlotextPlot):

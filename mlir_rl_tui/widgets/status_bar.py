@@ -40,7 +40,7 @@ class StatusBar(Horizontal):
         self.speedup: float | None = None
         self.rel_error: float | None = None
         self.contended: float | None = None  # other processes' cores during the timing, when too many
-        self.far = False  # the host kept the cores far apart through the timing (engine.contention.far)
+        self.far = False  # the host kept the cores far apart through the timing (engine.measure.contention.far)
         self.unsteady = False  # the state probe said the host slowed the cores through the timing
         self.state = ""  # the machine's state in one word when the figure was taken (Measurement.state)
         self.peak: tuple[float, str] | None = None  # (fraction of the roofline bound, "compute"|"memory")
@@ -114,7 +114,7 @@ class StatusBar(Horizontal):
                                            (" of FMA peak" if bound == "compute" else " of bandwidth", "dim")))
         if self.runtime:
             text.append_text(Text.assemble(("  ", ""), (self.runtime, "dim")))
-        if self.contended is not None:  # engine.contention: the cores were not the kernel's alone
+        if self.contended is not None:  # engine.measure.contention: the cores were not the kernel's alone
             text.append_text(Text.assemble(("  ", ""), (f"contended ({self.contended:.1f} cores busy)", "bold yellow")))
         if self.far:  # the figure is this moment's: the cores' hand-off was slow through every retry
             text.append_text(Text.assemble(("  ", ""), ("far cores", "bold yellow")))

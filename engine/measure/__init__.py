@@ -1,0 +1,2 @@
+"""The measurement protocol: timing rounds, contention and the hand-off probe, the interval floor, the roofline,
+interleaved re-measurement, per-op time shares, and `doctor`."""

@@ -1,0 +1,1 @@
+"""Tuning a whole model workload by workload: workload keys and the tuner."""
