@@ -30,6 +30,7 @@ import torch
 
 from mlir_rl_tui.agent import checkpoint_file
 from mlir_rl_tui.engine.errors import EngineError
+from mlir_rl_tui.engine.store import atomic
 
 FORMAT = "mlir-rl-tui checkpoint"
 VERSION = 2
@@ -50,18 +51,9 @@ def save(path: str, kind: str, tensors: dict[str, torch.Tensor], info: dict) -> 
     text = json.dumps(info, default=_json_default)
     obj = {"format": FORMAT, "version": VERSION, "kind": kind, "info": text,
            "tensors": {k: v.detach().cpu().contiguous() for k, v in tensors.items()}}
-    if os.path.exists(path) and not os.path.isfile(path):  # a device or a pipe: written to, never replaced
-        torch.save(obj, path)
-        return
-    d = os.path.dirname(os.path.abspath(path))
-    os.makedirs(d, exist_ok=True)
-    tmp = os.path.join(d, f".{os.path.basename(path)}.{os.getpid()}.tmp")
-    try:
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with atomic.replacing(path) as tmp:  # a device or a pipe is written to, never replaced
         torch.save(obj, tmp)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
 
 
 def load(path: str, kind: str) -> tuple[dict[str, torch.Tensor], dict]:

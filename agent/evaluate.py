@@ -8,9 +8,9 @@ Per program, one program at a time (nothing else competes for the cores):
    which overstates its schedule (the winner's curse); `hill@B_measured` and `hill@B_replayed` count the
    candidates timed in this run and those answered without a timing (the cache's earlier rows, repeats);
 3. the final schedules (a schedule two of them share, once) are measured again, fresh, interleaved A B C A B C
-   for `rounds` rounds, more while one's runs are split by a slow spell (agent.remeasure; the row's "rounds");
+   for `rounds` rounds, more while one's runs are split by a slow spell (engine.measure.remeasure; the row's "rounds");
    each figure is the fastest run's speedup over the fastest baseline timed beside the runs (pooled over the
-   remeasurement's runs, so the schedules compare as their times do; `agent.remeasure.figure`: noise only adds time),
+   remeasurement's runs, so the schedules compare as their times do; `engine.measure.remeasure.figure`: noise only adds time),
    each round's figures in the row's "<k>_runs";
 4. PyTorch eager on the same shapes and layout in a fresh process (agent.torch_reference), when the
    program is one op PyTorch has.
@@ -157,7 +157,7 @@ def evaluate_program(eng: Engine, policies: list, path: str, budgets: list[int],
         row.update({f"{k}_schedule": str(r.schedule), f"{k}_found": r.best.speedup if r.best.ok else None,
                     f"{k}_measured": r.evaluated, f"{k}_replayed": r.cache_hits})
     # each distinct schedule measured once per round, all of them interleaved (A B C A B C ...), more rounds
-    # while one's runs are split by a slow spell of the machine (agent.remeasure)
+    # while one's runs are split by a slow spell of the machine (engine.measure.remeasure)
     runs = remeasure(eng, prog, list(schedules.values()), rounds)
     figures = speedups(runs)  # over the remeasurement's pooled baseline: the schedules compare as their times
     row["rounds"] = len(next(iter(runs.values())))

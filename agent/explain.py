@@ -69,19 +69,6 @@ class CostModel(Protocol):
     def predict_interval(self, program, schedules: list[Schedule]) -> list[tuple[float, float, float] | None]: ...
 
 
-def load_cost_model(path: str | None = None) -> CostModel | None:
-    """The learned cost model (agent.costmodel), or None when it is not there or does not load: the panel
-    then shows "-" for the predictions instead of failing."""
-    try:
-        from mlir_rl_tui.agent.costmodel import load_cost_model as load
-    except ImportError:
-        return None
-    try:
-        return load(path)
-    except Exception:  # noqa: BLE001 - predictions are optional
-        return None
-
-
 @dataclass(frozen=True)
 class Candidate:
     """One complete action and its probability under the policy: p(transformation) x p(its parameters)."""

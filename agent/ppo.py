@@ -41,7 +41,7 @@ from mlir_rl_tui.agent.policy import (
     save,
 )
 from mlir_rl_tui.agent.ppo_args import Args
-from mlir_rl_tui.engine import Engine, Program, Session
+from mlir_rl_tui.engine import Engine, Program, Session, units
 from mlir_rl_tui.engine import load as load_program
 from mlir_rl_tui.engine.rl.actions import apply_vector
 
@@ -340,7 +340,7 @@ def train(args: Args, on_iteration: Callable[[dict], None] | None = None,
         if on_progress is not None:
             done = it - start  # iterations of this run (a resumed run starts at `start`)
             spent = time.time() - t0 - t_offset
-            eta = f", about {spent / done * (args.iterations - it):.0f} s left" if done else ""
+            eta = f", {units.left(spent / done * (args.iterations - it))}" if done else ""
             on_progress(f"PPO iteration {it + 1}/{args.iterations}: {what}{eta}")
 
     try:

@@ -33,7 +33,7 @@ class Args:
     penalty: float = -1.0
     """reward of a schedule that fails"""
     runs: int = 3
-    """timed runs per measurement"""
+    """at least this many timing rounds per measurement (MeasureConfig.runs; 3: cheap rollouts)"""
     init: str | None = None
     """start from these weights"""
     resume: bool = False

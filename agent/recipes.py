@@ -45,6 +45,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, fields
 
 from mlir_rl_tui.agent.evaluate import gmean
+from mlir_rl_tui.engine import units
+from mlir_rl_tui.engine.store import atomic
 
 CHECKPOINTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "checkpoints")
 RECIPES = ("default",)
@@ -154,7 +156,7 @@ class Stages:
         self._lock = threading.Lock()
 
     def log(self, msg: str) -> None:
-        self._log(f"[{_clock(time.monotonic() - self.t0)}] {msg}")
+        self._log(f"[{units.duration(time.monotonic() - self.t0)}] {msg}")
 
     def begin(self, name: str, total: int, done: int = 0) -> None:
         with self._lock:
@@ -176,10 +178,7 @@ class Stages:
     def _save(self) -> None:
         self.seconds[self._name] = self._base + time.monotonic() - self._start
         if self._path:
-            tmp = self._path + ".tmp"
-            with open(tmp, "w", encoding="utf-8") as f:
-                json.dump({k: round(v, 1) for k, v in self.seconds.items()}, f)
-            os.replace(tmp, self._path)
+            atomic.write_text(self._path, json.dumps({k: round(v, 1) for k, v in self.seconds.items()}))
 
     def show(self) -> None:
         if self._on_progress is None:
@@ -187,14 +186,9 @@ class Stages:
         with self._lock:
             left = self._total - self._done
             pace = (time.monotonic() - self._start) / self._fresh if self._fresh else None
-            eta = f", about {_clock(pace * left)} left" if pace is not None and left > 0 else ""
+            eta = f", {units.left(pace * left)}" if pace is not None and left > 0 else ""
             text = f"{self._name}: {self._done}/{self._total}{eta}"
         self._on_progress(text)
-
-
-def _clock(s: float) -> str:
-    s = int(s)
-    return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}"
 
 
 # ----------------------------------------------------------------------------------------------
@@ -443,7 +437,7 @@ def note_run(out: str, st: Stages) -> list[dict]:
     """Append this run of the recipe to DIR/runs.jsonl (a stopped run resumed is several runs): when it
     started, the commit, the machine and the seconds the stages had taken before it; returns every run so
     far. A run resumed on another machine or commit says so in the log, and default.json lists them all."""
-    from mlir_rl_tui.engine.measure.doctor import cpu_model
+    from mlir_rl_tui.engine.measure.machine import cpu_model
 
     path = os.path.join(out, "runs.jsonl")
     runs: list[dict] = []
@@ -470,7 +464,7 @@ def train_default(r: DefaultRecipe, log: Callable[[str], None] = print,
     """Run the recipe (module docstring); returns the path of the policy it made."""
     from mlir_rl_tui.agent.expert import RULE_GROUPS
     from mlir_rl_tui.engine.errors import EngineError
-    from mlir_rl_tui.engine.measure.doctor import cpu_model
+    from mlir_rl_tui.engine.measure.machine import cpu_model
 
     if not r.out:
         raise EngineError("give the run's folder: --out DIR")

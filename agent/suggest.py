@@ -2,7 +2,7 @@
 
     policy = load_policy()            # the shipped agent/checkpoints/default.pt, None if missing
     action, top = policy.suggest(session, k=3)   # Action, or LevelPointer during an interchange
-    why = policy.explain(session, k=5, cost_model=explain.load_cost_model())  # the rule, top k, value
+    why = policy.explain(session, k=5, cost_model=load_cost_model())  # agent.costmodel; the rule, top k, value
     done = policy.schedule(Session(program))     # greedy, one pass over all ops, no measurement
 """
 
@@ -136,12 +136,16 @@ def to_measure(schedule: Schedule) -> Schedule:
     return schedule
 
 
-def load_policy(path: str | None = None) -> Policy | None:
-    """The policy at `path` (default: the shipped checkpoint); None when no path is given and none ships."""
+def load_policy(path: str | None = None, *, required: bool = False) -> Policy | None:
+    """The policy at `path` (default: the shipped checkpoint); None when no path is given and none ships, or
+    with `required`, an EngineError saying how to get one."""
     p = path or DEFAULT_CHECKPOINT
     if not os.path.exists(p):
         if path:
             raise EngineError(f"{path}: no such policy checkpoint")
+        if required:
+            raise EngineError("no shipped policy (agent/checkpoints/default.pt); train one with `mlir-rl-tui train` "
+                              "and pass --policy")
         return None
     torch.set_num_threads(1)
     try:

@@ -1,7 +1,7 @@
 """Do the shipped lessons keep their promises on this machine? Every step with a `faster` promise, timed
 against the step before it, side by side.
 
-For each such step: the two schedules measured fresh, interleaved (agent.remeasure: --rounds rounds, more
+For each such step: the two schedules measured fresh, interleaved (engine.measure.remeasure: --rounds rounds, more
 while split), each round's ratio of times (previous step / this step), their median and range, and
 whether the median reaches the promise. The Pilot tests only ask a third of each promised gain (a shared
 machine's spells would make the full promise flaky there); this is where the promises themselves are

@@ -23,7 +23,7 @@ from mlir_rl_tui.engine.measure.contention import (
     STATE_SERIAL,
     Fastest,
 )
-from mlir_rl_tui.engine.measure.doctor import state_of
+from mlir_rl_tui.engine.measure.machine import state_of
 from mlir_rl_tui.engine.measure.roofline import Peaks, empty_peaks, measure_peaks, place, program_bytes
 from mlir_rl_tui.engine.measure.timing import STEADY_FACTOR
 from mlir_rl_tui.engine.run.compile import parallel_runtime
@@ -89,7 +89,7 @@ class Measurement:
     # whether too few timing rounds were steady (engine.measure.timing: the state probe around them said the host was
     # slowing the cores' caches) through every retry: the figure is this moment's, and not stored either
     unsteady: bool = False
-    # the machine's state when this was measured, in one word (engine.measure.doctor.state_of): "quiet", "noisy" or
+    # the machine's state when this was measured, in one word (engine.measure.machine.state_of): "quiet", "noisy" or
     # "unstable", from how far repeats move here (engine.measure.interval_floor) and whether this timing was flagged
     state: str = ""
     # the state probe's fastest time around the timing (engine.measure.contention), in ms; None: cached or no probe

@@ -107,9 +107,7 @@ class EngineAdapter:
                 raise NoPolicy(f"no policy checkpoint available: {' '.join(str(e).split())}") from None
             if self._policy is None:
                 raise NoPolicy("no policy checkpoint available")
-            from mlir_rl_tui.agent.explain import load_cost_model
-
-            self._cost_model = load_cost_model()  # None when there is none: the panel shows "-"
+            self._cost_model = optional_cost_model()
         try:
             why = self._policy.explain(session, k=max(k, 5), cost_model=self._cost_model)
             action = self._policy.action_of(session, why)
@@ -123,68 +121,14 @@ class EngineAdapter:
             self._engine.close()
 
 
-class FakeAdapter:
-    """Fixed timings, no worker processes: for UI tests, snapshots and the startup benchmark.
-
-    Each action makes the program `speedup_per_action` times faster; a schedule containing an action
-    listed in `fail` gets that status instead (e.g. {"V": "crash"}); `delay` seconds per measurement.
-    """
-
-    def __init__(self, baseline_ms: float = 10.0, speedup_per_action: float = 2.0, delay: float = 0.0,
-                 fail: dict[str, str] | None = None, suggestion: Suggestion | None = None) -> None:
-        self.baseline_ms = baseline_ms
-        self.factor = speedup_per_action
-        self.delay = delay
-        self.fail = fail or {}
-        self.suggestion = suggestion
-        self.calls: list[str] = []
-
-    def measure(self, program: Program, schedule: Schedule, on_progress: Progress | None = None,
-                cancel: threading.Event | None = None) -> Measurement:
-        from mlir_rl_tui.engine import to_text
-
-        text = to_text(schedule)
-        self.calls.append(text)
-        for k, phase in enumerate(("compile", "run")):
-            if on_progress:
-                on_progress(phase, k, 2)
-            if cancel is not None and cancel.wait(self.delay / 2):
-                return Measurement(status="cancelled", schedule=text, error="cancelled")
-        kinds = [a.kind for acts in schedule.ops.values() for a in acts]
-        for kind, status in self.fail.items():
-            if kind in kinds:
-                return Measurement(status=status, schedule=text, baseline_ms=self.baseline_ms,
-                                   error=f"fake {status} for {kind}")
-        ms = self.baseline_ms / (self.factor ** len(kinds))
-        sp = self.baseline_ms / ms
-        return Measurement(status="ok", schedule=text, time_ms=ms, baseline_ms=self.baseline_ms, speedup=sp,
-                           validated=True, time_ci_ms=[ms * 0.98, ms * 1.02], speedup_ci=[sp * 0.97, sp * 1.03],
-                           gflops=program.flops / ms / 1e6, peak_fraction=min(1.0, 0.02 * sp), bound="compute",
-                           runtime="serial")
-
-    def transformed_ir(self, program: Program, schedule: Schedule) -> tuple[str, str]:
-        from mlir_rl_tui.engine import to_text
-
-        return "ok", f"// transformed by: {to_text(schedule)}\n{program.text}"
-
-    def script(self, program: Program, schedule: Schedule) -> str:
-        from mlir_rl_tui.engine.schedule.transforms import script
-
-        return script(program, schedule)
-
-    def replayable(self, program: Program, schedule: Schedule) -> str:
-        return f"// replayable\n{program.text}"
-
-    def per_op(self, program: Program, schedule: Schedule) -> list[dict]:
-        """Equal shares, the first op twice the others: fixed numbers for snapshots."""
-        weights = [2.0 if i == 0 else 1.0 for i in range(len(program.ops))]
-        total = sum(weights)
-        return [{"ops": [o.id], "ms": w, "share": w / total} for o, w in zip(program.ops, weights)]
-
-    def suggest(self, session: Session, k: int = 3) -> Suggestion:
-        if self.suggestion is None:
-            raise NoPolicy("no policy checkpoint available")
-        return self.suggestion
-
-    def close(self) -> None:
-        pass
+def optional_cost_model():
+    """The shipped cost model for the suggestion panel's predictions, or None (no agent package, none shipped,
+    or a file that does not load): the panel then shows "-" instead of failing."""
+    try:
+        from mlir_rl_tui.agent.costmodel import load_cost_model
+    except ImportError:
+        return None
+    try:
+        return load_cost_model()
+    except Exception:  # noqa: BLE001 - predictions are optional
+        return None

@@ -19,6 +19,8 @@ import time
 from collections.abc import Callable
 from typing import TextIO
 
+from mlir_rl_tui.engine import units
+
 #: What the engine's phases (engine.run.worker) mean to a user.
 _PHASES = {"baseline": "compiling and running the baseline", "compile": "compiling",
            "transform": "transforming, compiling",
@@ -97,7 +99,7 @@ class ProgressLine:
                 left = ""
                 if 1 < i < n and first_round_at[0] is not None:  # the pace so far: the least rounds' time left
                     s = (self.clock() - first_round_at[0]) / (i - 1) * (n - i)
-                    left = f", about {s:.0f} s left" if s >= 1 else ""
+                    left = f", {units.left(s)}" if s >= 1 else ""
                 self.update(f"{what}: timing, round {i} of at least {n}{left}")
 
         return on_progress
@@ -114,7 +116,7 @@ class ProgressLine:
         elapsed = now - self.start
         if elapsed < self.after_s or not self.text:
             return
-        line = f"{self.text} ({elapsed:.0f} s)"
+        line = f"{self.text} ({units.duration(elapsed)})"
         if self.tty:
             try:
                 width = max(20, os.get_terminal_size(self.stream.fileno()).columns - 1)

@@ -286,7 +286,7 @@ def test_evaluate_measures_policy_and_search_alike(tmp_path, matmul, cache_dir, 
         # more measurements on the same path: never worse, but for a figure timed while another process used
         # a core, which is not cached and is measured again by the longer search
         assert r["hill@4_found"] >= r["hill@2_found"] / 1.15
-        for k in ("policy", "hill@2", "hill@4"):  # each figure is the fastest of its rounds (agent.remeasure)
+        for k in ("policy", "hill@2", "hill@4"):  # each figure is the fastest of its rounds (engine.measure.remeasure)
             assert len(r[f"{k}_runs"]) == r["rounds"] >= 3 and r[k] == pytest.approx(max(r[f"{k}_runs"]), abs=1e-4)
         assert r["hill@4_replayed"] >= r["hill@2_measured"]  # its first candidates are hill@2's, from the cache
     g = out["gmean"]

@@ -7,8 +7,9 @@ import functools
 import pathlib
 
 import pytest
+from fake_adapter import FakeAdapter
 
-from mlir_rl_tui.adapter import FakeAdapter, Suggestion
+from mlir_rl_tui.adapter import Suggestion
 from mlir_rl_tui.app import make_app
 from mlir_rl_tui.engine import Action, Measurement, load_file
 from mlir_rl_tui.engine.rl.trace import read_trace

@@ -6,8 +6,8 @@ import asyncio
 import functools
 
 from bad_inputs import add, matmul
+from fake_adapter import FakeAdapter
 
-from mlir_rl_tui.adapter import FakeAdapter
 from mlir_rl_tui.app import EntryChoice, make_app
 from mlir_rl_tui.engine import load_file
 from mlir_rl_tui.engine.errors import EntryError

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pathlib
 
-from mlir_rl_tui.adapter import FakeAdapter
+from fake_adapter import FakeAdapter
+
 from mlir_rl_tui.app import make_app
 from mlir_rl_tui.engine import load_file
 

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from mlir_rl_tui.engine.measure.doctor import state_of
+from mlir_rl_tui.engine.measure.machine import state_of
 
 ALONE = pytest.mark.alone  # a test whose timings' figures are the point runs alone (tests/conftest.py)
 

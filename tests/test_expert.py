@@ -16,7 +16,7 @@ def test_confirmed_times_the_candidates_again_side_by_side_and_ranks_them_by_fas
     made = engine.evaluated
     ranked = confirmed(engine, matmul, [Schedule({}), tiled], rounds=2)
     assert [to_text(s) for s, _, _ in ranked] == [to_text(tiled), ""]
-    # two rounds, and up to 2 x 2 + 1 while one's runs are split (agent.remeasure): the same count for each
+    # two rounds, and up to 2 x 2 + 1 while one's runs are split (engine.measure.remeasure): the same count for each
     done = {len(runs) for _, _, runs in ranked}
     assert len(done) == 1 and 2 <= done.pop() <= 5
     assert engine.evaluated - made == sum(len(runs) for _, _, runs in ranked)  # none from the cache

@@ -9,9 +9,10 @@ import statistics
 from dataclasses import replace
 
 import pytest
+from fake_adapter import FakeAdapter
 
 from mlir_rl_tui import lessons
-from mlir_rl_tui.adapter import EngineAdapter, FakeAdapter
+from mlir_rl_tui.adapter import EngineAdapter
 from mlir_rl_tui.app import make_app
 from mlir_rl_tui.engine import EngineError, load_file
 from mlir_rl_tui.engine.schedule.state import check_schedule
@@ -52,7 +53,7 @@ async def settle(pilot, timeout: float = 300.0) -> None:
 
 
 def measured_again(engine, prog, before: str, after: str) -> float:
-    """How many times faster `after` is than `before`, timed afresh side by side (agent.remeasure: 5
+    """How many times faster `after` is than `before`, timed afresh side by side (engine.measure.remeasure: 5
     interleaved rounds, more while split), median over median: once measured in the app, a 2x claim read
     1.04x in one CI run, when the machine slowed down between the two steps' timings."""
     from mlir_rl_tui.engine import parse

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import re
 import time
 
 from mlir_rl_tui.progress import ProgressLine
@@ -50,7 +51,7 @@ def test_a_log_repeats_an_unchanged_line_once_a_minute():
     clock.t += 1
     line.update("teacher: 4/416")
     assert out.getvalue().splitlines() == ["teacher: 3/416 (1 s)", "teacher: 3/416 (61 s)",
-                                           "teacher: 3/416 (121 s)", "teacher: 4/416 (131 s)"]
+                                           "teacher: 3/416 (2 min 01 s)", "teacher: 4/416 (2 min 11 s)"]
 
 
 def test_a_terminal_line_is_rewritten_in_place_and_cleared():
@@ -73,7 +74,7 @@ def test_the_ticker_shows_the_line_when_nothing_reports():
     time.sleep(0.3)
     line.clear()
     shown = out.getvalue()
-    assert "apply: the first run (0 s)" in shown
+    assert re.search(r"apply: the first run \(0\.[0-9] s\)", shown)  # below a second: tenths
     n = shown.count("\n")
     time.sleep(0.1)
     assert out.getvalue().count("\n") == n  # stopped after clear()
@@ -115,3 +116,12 @@ def test_a_log_line_goes_above_the_progress_line_and_stays():
         line.log("teacher: 1/3")  # a log keeps every log line, at once
         line.log("teacher: 2/3")
     assert log.getvalue() == "teacher: 1/3\nteacher: 2/3\n"
+
+
+def test_one_rule_writes_every_duration():
+    from mlir_rl_tui.engine.units import duration, left
+
+    assert [duration(s) for s in (0.04, 0.44, 0.96, 4.4, 42.4, 99.4, 99.6, 125, 5999, 6000, 11220)] == [
+        "0.0 s", "0.4 s", "1 s", "4 s", "42 s", "99 s", "1 min 40 s", "2 min 05 s", "99 min 59 s", "1 h 40 min",
+        "3 h 07 min"]
+    assert duration(-3) == "0.0 s" and left(125) == "about 2 min 05 s left"

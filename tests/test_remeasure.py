@@ -1,4 +1,4 @@
-"""agent.remeasure: the final schedules timed again side by side, with more rounds while a slow spell splits
+"""engine.measure.remeasure: the final schedules timed again side by side, with more rounds while a slow spell splits
 one's runs, each figure the fastest run over the sitting's fastest baseline (the rule on a scripted engine;
 evaluate's and the teacher's tests run it on real MLIR)."""
 

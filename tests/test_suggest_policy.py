@@ -75,11 +75,11 @@ def test_the_shipped_policy_explains_what_it_proposes(name):
 def test_the_app_adapter_hands_the_panel_the_explanation(monkeypatch):
     from rich.console import Console
 
+    from mlir_rl_tui import adapter as app_adapter
     from mlir_rl_tui.adapter import EngineAdapter
-    from mlir_rl_tui.agent import explain
     from mlir_rl_tui.widgets.suggest import render_suggestion
 
-    monkeypatch.setattr(explain, "load_cost_model", lambda path=None: FakeCostModel())
+    monkeypatch.setattr(app_adapter, "optional_cost_model", lambda: FakeCostModel())
     adapter = EngineAdapter()  # the policy only: no engine (and no worker process) is started
     sess = Session(load_file(str(SAMPLES / "matmul_generic.mlir")))
     sug = adapter.suggest(sess, k=3)
@@ -94,3 +94,34 @@ def test_the_app_adapter_hands_the_panel_the_explanation(monkeypatch):
     assert f"{sp:.2f}x {lo:.1f}-{hi:.1f}" in text  # the prediction with its interval
     assert all(line.split(":")[0] in text for line in why.rule())
     assert adapter._engine is None
+
+
+def test_a_missing_shipped_policy_is_none_or_one_line_when_required(monkeypatch, tmp_path):
+    from mlir_rl_tui.agent import suggest
+    from mlir_rl_tui.engine.errors import EngineError
+
+    monkeypatch.setattr(suggest, "DEFAULT_CHECKPOINT", str(tmp_path / "default.pt"))
+    assert suggest.load_policy() is None  # the app: no suggestion, the session goes on
+    with pytest.raises(EngineError, match=r"^no shipped policy .*train one with `mlir-rl-tui train`"):
+        suggest.load_policy(required=True)  # optimize, evaluate, tune: one line
+    with pytest.raises(EngineError, match="no such policy checkpoint"):
+        suggest.load_policy(str(tmp_path / "given.pt"), required=True)
+
+
+def test_a_checkpoint_write_that_fails_leaves_the_old_file(monkeypatch, tmp_path):
+    import torch
+
+    from mlir_rl_tui.agent import checkpoint
+
+    path = tmp_path / "last.pt"
+    checkpoint.save(str(path), "policy", {"w": torch.ones(2)}, {"step": 1})
+    before = path.read_bytes()
+
+    def half(obj, f):
+        open(f, "wb").write(b"half a checkpoint")
+        raise OSError("No space left on device")
+
+    monkeypatch.setattr(checkpoint.torch, "save", half)
+    with pytest.raises(OSError):
+        checkpoint.save(str(path), "policy", {"w": torch.zeros(2)}, {"step": 2})
+    assert path.read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == ["last.pt"]

@@ -6,8 +6,8 @@ import json
 
 import pytest
 from conftest import SAMPLES
+from fake_adapter import FakeAdapter
 
-from mlir_rl_tui.adapter import FakeAdapter
 from mlir_rl_tui.engine import Action, EngineError, load_file
 from mlir_rl_tui.workspace import Workspace
 

@@ -13,6 +13,7 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 
 from mlir_rl_tui.engine.errors import EntryError, LoadError
+from mlir_rl_tui.engine.units import duration
 
 #: Attribute that tags each payload op with its id, so transform scripts find it again.
 TAG = "rl.op"
@@ -211,7 +212,7 @@ def measurement_note(program: Program, name: str) -> str | None:
     t = program.estimated_baseline_s
     what = f"{program.flops / 1e9:.1f} GFLOP, {program.bytes_moved / 2**20:.0f} MiB"
     if t > MAX_BASELINE_S:
-        raise LoadError(f"{name}: an untransformed run of @{program.func_name} should take about {_duration(t)} "
+        raise LoadError(f"{name}: an untransformed run of @{program.func_name} should take about {duration(t)} "
                         f"({what}), over the {MAX_BASELINE_S:.0f} s limit for measuring; use smaller shapes")
     compile_s = COMPILE_S_PER_OP * len(program.ops)
     runs = baseline_runs(t)
@@ -220,16 +221,12 @@ def measurement_note(program: Program, name: str) -> str | None:
         return None
     parts = []
     if 3 * compile_s > 1.0:
-        parts.append(f"compiling its {len(program.ops)} linalg ops should take about {_duration(compile_s)}, up to "
+        parts.append(f"compiling its {len(program.ops)} linalg ops should take about {duration(compile_s)}, up to "
                      f"3 times")
     if runs * t > 1.0:
-        parts.append(f"an untransformed run of @{program.func_name} about {_duration(t)} ({what}), {runs} of them")
-    return (f"{name}: a first measurement of a schedule should take about {_duration(total)}: " + "; ".join(parts)
+        parts.append(f"an untransformed run of @{program.func_name} about {duration(t)} ({what}), {runs} of them")
+    return (f"{name}: a first measurement of a schedule should take about {duration(total)}: " + "; ".join(parts)
 )
-
-
-def _duration(s: float) -> str:
-    return f"{s:.1f} s" if s < 100 else f"{s / 60:.0f} min"
 
 
 def sha256_text(text: str) -> str:

@@ -26,14 +26,7 @@ from dataclasses import asdict, dataclass, field
 from mlir_rl_tui.engine.measure.contention import STATE_PARALLEL as PARALLEL
 from mlir_rl_tui.engine.measure.contention import STATE_SERIAL as SERIAL
 from mlir_rl_tui.engine.measure.contention import cpu_ticks
-
-#: max/min of fresh measurements at or under which timing is `quiet` / `noisy` (serial, parallel); beyond:
-#: `unstable`. Steal above STEAL_NOISY of the CPU time makes it at least noisy, above STEAL_UNSTABLE unstable.
-QUIET = (1.05, 1.10)
-NOISY = (1.10, 1.15)
-STEAL_NOISY, STEAL_UNSTABLE = 0.02, 0.10
-#: Other processes using this many cores on average during the check make it at least noisy / unstable.
-BUSY_NOISY, BUSY_UNSTABLE = 0.5, 1.0
+from mlir_rl_tui.engine.measure.machine import cpu_model, state_of
 
 
 @dataclass
@@ -81,36 +74,10 @@ class Diagnosis:
         return d
 
 
-def cpu_model() -> str:
-    """The CPU's model name as `lscpu` shows it (/proc/cpuinfo), or the platform's machine name."""
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    import platform
-
-    return platform.machine() or "unknown"
-
-
 def _steal_ticks() -> tuple[int, int] | None:
     """(steal, total) ticks of all CPUs since boot (engine.measure.contention.cpu_ticks)."""
     ticks = cpu_ticks()
     return (ticks[7], sum(ticks[:8])) if ticks else None
-
-
-def state_of(serial: float | None, parallel: float | None, steal: float | None,
-             foreign_cores: float | None = None) -> str:
-    """The one word for the spreads (max/min) of the serial and parallel reference, the steal and the other
-    processes' CPU use (a busy machine's quiet spell is not a quiet machine)."""
-    def level(x: float | None, quiet: float, noisy: float) -> int:
-        return 0 if x is None or x <= quiet else 1 if x <= noisy else 2
-
-    worst = max(level(serial, QUIET[0], NOISY[0]), level(parallel, QUIET[1], NOISY[1]),
-                level(steal, STEAL_NOISY, STEAL_UNSTABLE), level(foreign_cores, BUSY_NOISY, BUSY_UNSTABLE))
-    return ("quiet", "noisy", "unstable")[worst]
 
 
 def diagnose(engine, repeats: int = 5, on_progress: Callable[[str], None] | None = None) -> Diagnosis:

@@ -61,15 +61,9 @@ def default_cache_dir() -> str:
 
 def machine_fingerprint() -> str:
     """CPU model, core count, architecture, MLIR package and engine version."""
-    cpu = ""
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
+    from mlir_rl_tui.engine.measure.machine import cpu_model
+
+    cpu = cpu_model(fallback="")  # "" without a model name: the keys of such machines stay what they were
     try:
         from importlib.metadata import version
 

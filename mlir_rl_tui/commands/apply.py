@@ -11,6 +11,7 @@ from mlir_rl_tui.commands.common import (
     add_json,
     add_max_seconds,
     add_program,
+    add_runs,
     check_measurable,
     emit,
     fail,
@@ -18,7 +19,6 @@ from mlir_rl_tui.commands.common import (
     make_engine,
     note,
     output_file,
-    positive_int,
     same_file,
     write_text,
 )
@@ -33,9 +33,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                                           "measurement is ok; a failed one leaves the file as it was)")
     p.add_argument("--emit-transform", help="write payload + transform script that mlir-opt --transform-interpreter "
                                             "replays (when the measurement is ok, like -o)")
-    p.add_argument("--runs", type=positive_int, default=None,
-                   help="at least this many timing rounds (default 10); the time is the median over the rounds "
-                        "of each round's fastest run, with its 95%% interval")
+    add_runs(p)
     p.add_argument("--no-cache", action="store_true", help="measure even if the cache has an answer")
     add_max_seconds(p)
     p.add_argument("--per-op", action="store_true", help="also each op's share of the time (profiled with markers "

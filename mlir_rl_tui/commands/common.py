@@ -150,6 +150,24 @@ def input_shape(text: str) -> str:
     return text
 
 
+#: What a list of program arguments may name (engine.corpus.programs, the one rule): its metavar and help.
+PROGRAMS_METAVAR = "PROGRAM"
+PROGRAMS_HELP = ("shipped samples by name (`samples`: all of them), data set folders `dataset generate` wrote (their "
+                 "programs, or one --split), folders of .mlir files and .mlir files")
+
+
+def add_runs(p: argparse.ArgumentParser, default: int | None = None, why: str = "") -> None:
+    """`--runs`, the one definition: the least number of timing rounds of a measurement (MeasureConfig.runs; a
+    round is runs adding up to a few ms, the figure the median over the rounds of each round's fastest run).
+    `default`: this command's (None: MeasureConfig's); `why`, why it differs."""
+    from mlir_rl_tui.engine.config import MeasureConfig
+
+    n = MeasureConfig.runs if default is None else default
+    p.add_argument("--runs", type=positive_int, default=n, metavar="N",
+                   help=f"at least N timing rounds per measurement (default {n}{': ' + why if why else ''}); the "
+                        "time is the median over the rounds of each round's fastest run, with its 95%% interval")
+
+
 def add_max_seconds(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-seconds", type=positive("seconds"), default=0.0, metavar="S",
                    help="answer within S seconds: the timing stops early (fewer rounds, a wider interval, not "
@@ -193,17 +211,6 @@ def make_engine(args: argparse.Namespace):
 
     cfg = MeasureConfig(runs=getattr(args, "runs", None) or MeasureConfig.runs)
     return Engine(config=cfg, reuse=not getattr(args, "no_cache", False))
-
-
-def load_policy(path: str | None):
-    """The policy at `path`, or the shipped one; imports torch."""
-    from mlir_rl_tui.agent.suggest import load_policy as load
-
-    pol = load(path)
-    if pol is None:
-        raise CliError("no shipped policy (agent/checkpoints/default.pt); train one with `mlir-rl-tui train` "
-                       "and pass --policy")
-    return pol
 
 
 def write_text(path: str, text: str) -> None:

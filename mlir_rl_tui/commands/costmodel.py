@@ -8,6 +8,8 @@ import os
 import time
 
 from mlir_rl_tui.commands.common import (
+    PROGRAMS_HELP,
+    PROGRAMS_METAVAR,
     CliError,
     add_json,
     checkpoint,
@@ -47,9 +49,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     e = sub.add_parser("eval", help="the cost model's accuracy on held-out programs")
     c = sub.add_parser("calibrate", help="calibrate the model's interval on held-out programs")
     for q in (t, e, c):
-        q.add_argument("--programs", nargs="+", default=[], metavar="DIR|FILE",
-                       help="data set folders (their eval split is held out), folders of .mlir files, files")
-        q.add_argument("--held-out", nargs="+", default=[], metavar="DIR|FILE",
+        q.add_argument("--programs", nargs="+", default=[], metavar=PROGRAMS_METAVAR,
+                       help=PROGRAMS_HELP + " (a data set's eval split is held out)")
+        q.add_argument("--held-out", nargs="+", default=[], metavar=PROGRAMS_METAVAR,
                        help="programs never trained on: the model is evaluated on them")
         q.add_argument("--cache", metavar="DIR", help="cache folder (default: $MLIR_RL_TUI_CACHE or the user's)")
         add_json(q)

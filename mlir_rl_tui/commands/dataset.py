@@ -5,7 +5,18 @@ from __future__ import annotations
 import argparse
 import time
 
-from mlir_rl_tui.commands.common import CliError, emit, folder, make_engine, output_file, positive_int, replacing
+from mlir_rl_tui.commands.common import (
+    PROGRAMS_HELP,
+    PROGRAMS_METAVAR,
+    CliError,
+    add_runs,
+    emit,
+    folder,
+    make_engine,
+    output_file,
+    positive_int,
+    replacing,
+)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -16,26 +27,25 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--seed", type=int, default=0)
     g.add_argument("--eval-fraction", type=float, default=0.2, help="share of programs in the eval split")
     g.add_argument("--no-baseline", action="store_true", help="do not measure baselines (faster; no times)")
-    g.add_argument("--runs", type=positive_int, default=5, help="timed runs per baseline (median reported)")
+    add_runs(g, 5, "one baseline per program")
     g.add_argument("--json", action="store_true", help="print the manifest as one JSON object")
     g.add_argument("--force", action="store_true", help="write into a folder that already holds a data set or programs "
                                                         "(its manifest.json and same-named programs are overwritten)")
     m = sub.add_parser("measure", help="measure schedules of a data set's programs for the cost model (costmodel train)")
-    m.add_argument("programs", nargs="+", metavar="DIR|FILE",
-                   help="folders `dataset generate` wrote (their programs, or one --split) and .mlir files")
+    m.add_argument("programs", nargs="+", metavar=PROGRAMS_METAVAR, help=PROGRAMS_HELP)
     m.add_argument("--split", choices=["train", "eval", "all"], default="all", help="which split of a folder")
     m.add_argument("--budget", type=positive_int, default=20, help="measurements per search method and program (default 20)")
     m.add_argument("--methods", default=",".join(("random", "hill")),
                    help="comma-separated search methods run on each program (default random,hill)")
     m.add_argument("--seed", type=int, default=0)
-    m.add_argument("--runs", type=positive_int, default=3, help="timing rounds per measurement (default 3: cheap data)")
+    add_runs(m, 3, "cheap data")
     e = sub.add_parser("export", help="write the cache's measurements of some programs to a file (dataset import reads it)",
-                       usage="%(prog)s [-h] FILE --programs DIR|FILE [DIR|FILE ...]")  # FILE first: --programs takes the rest
+                       usage="%(prog)s [-h] FILE --programs PROGRAM [PROGRAM ...]")  # FILE first: --programs takes the rest
     e.add_argument("file", metavar="FILE", help="the measurement file to write (gzipped JSON lines; replaced "
                                                 "only once it is written whole)")
-    e.add_argument("--programs", nargs="+", required=True, metavar="DIR|FILE",
-                   help="folders `dataset generate` wrote, folders of .mlir files and .mlir files whose rows to write (after "
-                        "FILE: --programs takes the rest of the line)")
+    e.add_argument("--programs", nargs="+", required=True, metavar=PROGRAMS_METAVAR,
+                   help="the programs whose rows to write: " + PROGRAMS_HELP + " (after FILE: --programs takes the "
+                        "rest of the line)")
     i = sub.add_parser("import", help="put a measurement file's rows into the cache (the cache's own rows win)")
     i.add_argument("file", metavar="FILE", help="a file written by dataset export")
     i.add_argument("--as-this-machine", action="store_true",

@@ -61,6 +61,10 @@ def run(args: argparse.Namespace) -> int:
               + (f", {n.failed} failed" if n.failed else ""))
     print(f"interval: every figure's 95% interval here is at least +-{_pct(d.floor)} (how far repeats moved, "
           f"learnt from {d.pairs} pairs)")
-    print(f"state:    {d.state} (quiet: serial max/min <= 1.05 and parallel <= 1.10, steal <= 2%, other processes "
-          f"<= 0.5 cores; noisy: <= 1.10, 1.15, 10%, 1 core; unstable beyond), checked in {d.seconds:.0f} s")
+    from mlir_rl_tui.engine.measure import machine as m
+
+    print(f"state:    {d.state} (quiet: serial max/min <= {m.QUIET[0]:.2f} and parallel <= {m.QUIET[1]:.2f}, steal <= "
+          f"{m.STEAL_NOISY:.0%}, other processes <= {m.BUSY_NOISY:g} cores; noisy: <= {m.NOISY[0]:.2f}, "
+          f"{m.NOISY[1]:.2f}, {m.STEAL_UNSTABLE:.0%}, {m.BUSY_UNSTABLE:g} core; unstable beyond), checked in "
+          f"{d.seconds:.0f} s")
     return 0

@@ -8,11 +8,13 @@ import os
 import sys
 
 from mlir_rl_tui.commands.common import (
+    PROGRAMS_HELP,
+    PROGRAMS_METAVAR,
     CliError,
     add_json,
+    add_runs,
     checkpoint,
     emit,
-    load_policy,
     make_engine,
     output_file,
     positive_int,
@@ -24,7 +26,7 @@ MAX_POLICIES = 8
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--programs", nargs="+", required=True, help="folder, dataset manifest or .mlir files")
+    p.add_argument("--programs", nargs="+", required=True, metavar=PROGRAMS_METAVAR, help=PROGRAMS_HELP)
     p.add_argument("--split", choices=["train", "eval", "all"], default="eval",
                    help="split of a dataset manifest (default eval; all: every program)")
     p.add_argument("--policy", nargs="+", metavar="CHECKPOINT", type=checkpoint("policy checkpoint"),
@@ -40,7 +42,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "their ratios; choosing between policies on a validation set then takes minutes, not hours)")
     add_json(p)
     p.add_argument("--png", help="also save the plot as a PNG here")
-    p.add_argument("--runs", type=positive_int, default=None, help="at least this many timing rounds per measurement")
+    add_runs(p)
     p.add_argument("--rounds", type=positive_int, default=3,
                    help="the final schedules of the policy and of the search are measured again this many times, "
                         "interleaved (A B A B); the fastest run is reported (noise only adds time)")
@@ -71,7 +73,9 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(f"--policy takes at most {MAX_POLICIES} checkpoints, not {len(given)}")
     if args.only_differing and len(given) < 2:
         raise CliError("--only-differing compares several policies: give two or more to --policy")
-    pols = [load_policy(path) for path in given]
+    from mlir_rl_tui.agent.suggest import load_policy  # imports torch: not for --help
+
+    pols = [load_policy(path, required=True) for path in given]
     budgets = [] if args.no_search else args.budget
     try:
         rows_file = RowsFile(args.rows, settings(pols, budgets, args.seed, args.rounds, not args.no_torch,

@@ -10,13 +10,12 @@ from mlir_rl_tui.commands.common import (
     add_json,
     add_max_seconds,
     add_program,
+    add_runs,
     check_measurable,
     checkpoint,
     emit,
-    load_policy,
     load_program,
     make_engine,
-    positive_int,
 )
 
 
@@ -25,7 +24,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_entry(p)
     p.add_argument("--policy", type=checkpoint("policy checkpoint"), help="policy checkpoint (default: the shipped one)")
     add_json(p)
-    p.add_argument("--runs", type=positive_int, default=5, help="timed runs (median reported)")
+    add_runs(p, 5, "a one-pass answer")
     p.add_argument("--no-cache", action="store_true", help="measure even if the cache has an answer")
     add_max_seconds(p)
     p.add_argument("--no-fallback", action="store_true",
@@ -42,7 +41,9 @@ def run(args: argparse.Namespace) -> int:
 
     prog = load_program(args)
     check_measurable(prog, args.file, args.max_seconds)
-    pol = load_policy(args.policy)
+    from mlir_rl_tui.agent.suggest import load_policy  # imports torch: not for --help
+
+    pol = load_policy(args.policy, required=True)
     fallback = None
     with ProgressLine() as line, make_engine(args) as eng, Deadline(args.max_seconds) as limit:
         line.update("optimize: the policy schedules the program")

@@ -9,10 +9,10 @@ from mlir_rl_tui.commands.common import (
     CliError,
     add_entry,
     add_json,
+    add_runs,
     emit,
     fmt_speedup,
     make_engine,
-    positive_int,
 )
 
 
@@ -20,7 +20,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("trace", help="JSONL trace written by search, the env or the app")
     add_entry(p)
     add_json(p)
-    p.add_argument("--runs", type=positive_int, default=5, help="timed runs per measurement (median reported)")
+    add_runs(p, 5, "many schedules")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -10,6 +10,7 @@ from mlir_rl_tui.commands.common import (
     add_entry,
     add_json,
     add_program,
+    add_runs,
     check_measurable,
     checkpoint,
     emit,
@@ -35,7 +36,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_json(p)
     p.add_argument("--trace", help="append the best schedule as a trace episode to this JSONL file (new, or a "
                                    "trace: another existing file is refused before the search)")
-    p.add_argument("--runs", type=positive_int, default=5, help="timed runs per measurement (median reported)")
+    add_runs(p, 5, "many candidates")
     p.add_argument("--model", metavar="FILE", type=checkpoint("cost model file"),
                    help="the cost model of --method guided (default: the shipped one; `mlir-rl-tui costmodel "
                         "train` makes one)")

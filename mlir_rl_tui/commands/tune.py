@@ -21,6 +21,7 @@ from mlir_rl_tui.commands.common import (
     output_file,
     positive,
 )
+from mlir_rl_tui.engine import units
 
 DESCRIPTION = """MODEL is a PyTorch module (FILE.py:NAME with --input for each input: imported like `mlir-rl-tui
 import`, which RUNS FILE.py: only files you trust) or a .mlir file. Each op starts from the best known schedule of
@@ -159,10 +160,10 @@ def _tune(args: argparse.Namespace, db, line, path: str, info: dict):
 
 
 def policy_start(args: argparse.Namespace, prog, eng):
-    from mlir_rl_tui.commands.common import load_policy
+    from mlir_rl_tui.agent.suggest import load_policy
 
     try:
-        pol = load_policy(args.policy)
+        pol = load_policy(args.policy, required=True)
     except ImportError:
         return None  # no torch: the database and the search alone
     from mlir_rl_tui.agent.suggest import to_measure
@@ -182,7 +183,7 @@ def progress_text(t) -> str:
         if best.baseline_ms:
             parts.append(f"untransformed {best.baseline_ms:.3f}")
     left = max(0.0, t.deadline - time.monotonic())
-    parts.append(f"{int(left // 60)}:{int(left % 60):02d} left")
+    parts.append(f"{units.duration(left)} left")
     return ", ".join(parts) + f" ({t.stage})"
 
 
