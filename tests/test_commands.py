@@ -243,15 +243,3 @@ def test_the_recipe_runs_end_to_end_and_resumes(tmp_path, cache_dir, capsys, mon
     assert "member2.pt" in err and "member1.pt:" not in err
     assert len(read_targets(str(out / "targets.jsonl"))) == 2 and (out / "member2.pt").exists()
     assert (out / "member1.pt").stat().st_mtime_ns == member1
-
-
-def test_the_engine_imports_neither_the_app_nor_the_agent_nor_torch():
-    """Dependencies point one way (mlir_rl_tui -> agent -> engine): every import in engine/, also the ones
-    inside functions."""
-    for path in (ROOT / "engine").rglob("*.py"):
-        for node in ast.walk(ast.parse(path.read_text())):
-            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
-                [node.module or ""] if isinstance(node, ast.ImportFrom) else []
-            for name in names:
-                assert not name.startswith("torch"), (path, name)
-                assert not name.startswith("mlir_rl_tui") or name.startswith("mlir_rl_tui.engine"), (path, name)
