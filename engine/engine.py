@@ -375,7 +375,7 @@ class Engine:
     def peaks(self, need: tuple[bool, int] | None = None, on_progress: Callable | None = None) -> Peaks | None:
         """This machine's roofline (engine.measure.roofline), with what `need` = (parallel, working-set bytes) asks
         measured if it was not (about a second: the FMA peak and one bandwidth level), or with `need` None
-        all of it (about 10 s); cached per machine. None when it cannot be measured."""
+        all of it (10-40 s); cached per machine. None when it cannot be measured."""
         with self._lock:
             rec = self._record()
             if rec.knows(need) or self._peaks_failed:

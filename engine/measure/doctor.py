@@ -92,7 +92,7 @@ def diagnose(engine, repeats: int = 5, on_progress: Callable[[str], None] | None
     # other processes' cores during each timing, as the worker reads them (its own process, and the engine's
     # other worker waiting on the timing lock, do not count: a watch in this process would count both)
     foreign: list[float] = []
-    say("the roofline (FMA peak and bandwidth; measured once per machine, about 20 s)")
+    say("the roofline (FMA peak and bandwidth; measured once per machine, 10-40 s)")
     peaks = engine.peaks()
     prog = load_file(sample_path("matmul"))
     serial = Noise(SERIAL)

@@ -9,7 +9,7 @@ worker and timing protocol), once per machine fingerprint, and kept in the cache
   and on every core; bytes counted as the engine counts a program's (inputs read once, output written
   once), so a memory-bound kernel at 100% moves its data as fast as this loop does.
 
-Measuring takes about 10 s, once per machine (the cache's `machines` table); `mlir-rl-tui doctor` shows
+Measuring takes 10-40 s, once per machine (the cache's `machines` table); `mlir-rl-tui doctor` shows
 the figures.
 
 A program's bound is the larger of flops / FMA peak and bytes / bandwidth (the bandwidth of the smallest

@@ -7,7 +7,7 @@ import argparse
 from mlir_rl_tui.commands.common import add_json, emit, positive_int
 
 DESCRIPTION = ("Paste its output into a bug report. It reads the CPU model, the cores and steal time, takes the "
-               "roofline from the cache (measured and kept the first time, about 10 s), and times the matmul "
+               "roofline from the cache (measured and kept the first time, 10-40 s), and times the matmul "
                "sample's serial and parallel reference schedules afresh a few times in turn: their spread "
                "(max/min) is what a repeat of a measurement may differ by now, and their pairs teach the engine "
                "how wide an interval must be here. The state: quiet (serial within 5%, parallel within 10%), "
