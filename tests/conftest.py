@@ -11,6 +11,8 @@ import contextlib
 import fcntl
 import os
 import pathlib
+import subprocess
+import sys
 
 import pytest
 
@@ -29,6 +31,14 @@ os.environ.setdefault("MLIR_RL_TUI_WAIT_FAR", "0")
 os.environ.setdefault("MLIR_RL_TUI_CONTENTION", "0")
 # ... and a measurement stops at its least rounds (the interval it reports is wider)
 os.environ.setdefault("MLIR_RL_TUI_TIMING_BUDGET_S", "0")
+
+
+def cli(*args: str, timeout: float = 600, cwd=None, env: dict | None = None) -> subprocess.CompletedProcess:
+    """`mlir-rl-tui ARGS` as a user runs it: a process of its own, its output captured, no terminal input;
+    `env` adds to this process's environment."""
+    return subprocess.run([sys.executable, "-m", "mlir_rl_tui", *args], capture_output=True, text=True,
+                          timeout=timeout, cwd=cwd, stdin=subprocess.DEVNULL,
+                          env={**os.environ, **env} if env else None)
 
 
 def _shared_root(tmp_path_factory) -> pathlib.Path:

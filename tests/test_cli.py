@@ -3,18 +3,11 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import time
 
 import pytest
 from bad_inputs import matmul
-from conftest import SAMPLE_FILES, SAMPLES, TORCH_FILES
-
-
-def cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "mlir_rl_tui", *args], capture_output=True, text=True,
-                          timeout=timeout)
+from conftest import SAMPLE_FILES, SAMPLES, TORCH_FILES, cli
 
 
 @pytest.mark.parametrize("path", SAMPLE_FILES + TORCH_FILES, ids=lambda p: p.parent.name + "/" + p.stem)

@@ -5,12 +5,10 @@ different layouts, the command's bad arguments)."""
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 
 import pytest
 import torch
-from conftest import SAMPLES
+from conftest import SAMPLES, cli
 
 from mlir_rl_tui.agent.checkpoint import CheckpointError
 from mlir_rl_tui.agent.policy import ActorCritic, Ensemble, PolicyConfig, load, save, save_ensemble
@@ -94,10 +92,6 @@ def test_a_member_of_an_ensemble_is_the_policy_it_was_made_of(tmp_path, matmul):
     with pytest.raises(CheckpointError, match="not an ensemble"):
         save_member(paths[0], 1, str(tmp_path / "m.pt"))
     assert not (tmp_path / "m4.pt").exists() and not (tmp_path / "m.pt").exists()
-
-
-def cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "mlir_rl_tui", *args], capture_output=True, text=True, timeout=120)
 
 
 def test_the_ensemble_command(tmp_path):

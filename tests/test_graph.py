@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 
 import numpy as np
 import pytest
-from conftest import ROOT
+from conftest import ROOT, cli
 
 from mlir_rl_tui.engine.rewrite.graph import _Func as Func
 from mlir_rl_tui.engine.rewrite.graph import fold_constants, graph_passes, pads_to_inserts, rewrite_text, to_nhwc
@@ -169,9 +167,6 @@ def test_a_broken_rewrite_input_is_one_error_line():
 
 
 # ------------------------------------------------------------------------------------------ import, end to end
-def cli(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "mlir_rl_tui", *args], capture_output=True, text=True,
-                          timeout=timeout)
 
 
 BLOCKS = ROOT / "tests" / "data" / "torch" / "blocks.py"

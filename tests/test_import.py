@@ -6,20 +6,13 @@ from __future__ import annotations
 import json
 import pathlib
 import shutil
-import subprocess
-import sys
 
 import numpy as np
 import pytest
-from conftest import ROOT
+from conftest import ROOT, cli
 
 pytest.importorskip("torch_mlir", reason="torch-mlir is the [import] extra; scripts/setup installs it")
 MODELS = ROOT / "tests" / "data" / "import_models.py"
-
-
-def cli(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "mlir_rl_tui", *args], capture_output=True, text=True,
-                          timeout=timeout)
 
 
 @pytest.fixture(scope="module")

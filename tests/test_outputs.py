@@ -9,8 +9,8 @@ import json
 import os
 import stat
 import subprocess
-import sys
 
+import conftest
 import pytest
 from conftest import SAMPLES
 
@@ -40,8 +40,7 @@ def policies(tmp_path_factory) -> list[str]:
 
 
 def cli(cache, cwd, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "mlir_rl_tui", *args], capture_output=True, text=True, cwd=cwd,
-                          timeout=timeout, stdin=subprocess.DEVNULL, env={**os.environ, "MLIR_RL_TUI_CACHE": str(cache)})
+    return conftest.cli(*args, timeout=timeout, cwd=cwd, env={"MLIR_RL_TUI_CACHE": str(cache)})
 
 
 def refused(r: subprocess.CompletedProcess, *words: str) -> str:

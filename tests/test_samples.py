@@ -8,18 +8,12 @@ import importlib.metadata
 import json
 import os
 import subprocess
-import sys
 
 import pytest
-from conftest import SAMPLE_FILES, SAMPLES
+from conftest import SAMPLE_FILES, SAMPLES, cli
 
 from mlir_rl_tui.commands import app_parser, build_parser
 from mlir_rl_tui.engine.corpus import samples
-
-
-def cli(*args: str, cwd=None, timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "mlir_rl_tui", *args], capture_output=True, text=True,
-                          timeout=timeout, cwd=cwd)
 
 
 def one_line_error(r: subprocess.CompletedProcess) -> str:

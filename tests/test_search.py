@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import threading
 
 import pytest
-from conftest import SAMPLES
+from conftest import SAMPLES, cli
 
 from mlir_rl_tui.engine import load_file
 from mlir_rl_tui.engine.errors import EngineError
@@ -104,10 +102,6 @@ def test_bad_requests_are_one_line_errors(engine, matmul):
         search(engine, matmul, "anneal", 5)
     with pytest.raises(EngineError, match="at least 1"):
         search(engine, matmul, "hill", 0)
-
-
-def cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "mlir_rl_tui", *args], capture_output=True, text=True, timeout=300)
 
 
 def test_search_command_json_has_apply_fields_plus_counts(engine, cache_dir):

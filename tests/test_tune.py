@@ -14,7 +14,7 @@ import textwrap
 import time
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, cli
 
 MODELS = ROOT / "tests" / "data" / "import_models.py"
 
@@ -48,13 +48,6 @@ CHAIN = textwrap.dedent("""\
       return %c : tensor<4096xf32>
     }
     """)
-
-
-def cli(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
-    """`mlir-rl-tui ARGS` (at the suite's least rounds of timing: a second run chooses between the stored
-    figures of close schedules by the first run's rule, so it chooses the same however close they are)."""
-    return subprocess.run([sys.executable, "-m", "mlir_rl_tui", *args], capture_output=True, text=True,
-                          timeout=timeout)
 
 
 def test_identical_ops_share_a_workload_and_shapes_do_not():
@@ -136,7 +129,6 @@ def test_a_tuned_model_runs_in_pytorch_like_the_original(tmp_path, cache_dir):
     with pytest.raises(ValueError, match="built for 1x16x16x16") as e:
         model(torch.randn(1, 16, 8, 8))
     assert "\n" not in str(e.value)
-
 
 
 @pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="a team of threads needs two cores or more")
