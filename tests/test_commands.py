@@ -232,9 +232,9 @@ def test_the_recipe_runs_end_to_end_and_resumes(tmp_path, cache_dir, capsys, mon
     (out / "targets.jsonl").write_text(lines[0] + "\n" + lines[1][: len(lines[1]) // 2])
     (out / "member2.pt").unlink()
     member1 = (out / "member1.pt").stat().st_mtime_ns
-    from mlir_rl_tui.engine.measure import doctor
+    from mlir_rl_tui.engine.measure import machine
 
-    monkeypatch.setattr(doctor, "cpu_model", lambda: "Another CPU")  # resumed on another machine: said, recorded
+    monkeypatch.setattr(machine, "cpu_model", lambda fallback=None: "Another CPU")  # resumed on another machine: said, recorded
     assert main(argv) == 0
     err = capsys.readouterr().err
     assert f"resuming a run last continued on machine {info['machine']}" in err and "this one: Another CPU" in err

@@ -200,7 +200,7 @@ def test_dataset_export_usage_shows_file_first(capsys):
     with pytest.raises(SystemExit) as e:
         main(["dataset", "export", "--help"])
     assert e.value.code == 0
-    assert capsys.readouterr().out.startswith("usage: mlir-rl-tui dataset export [-h] FILE --programs DIR|FILE")
+    assert capsys.readouterr().out.startswith("usage: mlir-rl-tui dataset export [-h] FILE --programs PROGRAM")
     args = build_parser("dataset").parse_args(["dataset", "export", "keep.gz", "--programs", "a.mlir", "b"])
     assert args.file == "keep.gz" and args.programs == ["a.mlir", "b"]
 

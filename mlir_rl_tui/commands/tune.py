@@ -21,7 +21,6 @@ from mlir_rl_tui.commands.common import (
     output_file,
     positive,
 )
-from mlir_rl_tui.engine import units
 
 DESCRIPTION = """MODEL is a PyTorch module (FILE.py:NAME with --input for each input: imported like `mlir-rl-tui
 import`, which RUNS FILE.py: only files you trust) or a .mlir file. Each op starts from the best known schedule of
@@ -182,8 +181,10 @@ def progress_text(t) -> str:
             parts.append(f"start {t.start_m.time_ms:.3f}")
         if best.baseline_ms:
             parts.append(f"untransformed {best.baseline_ms:.3f}")
+    from mlir_rl_tui.engine.units import duration
+
     left = max(0.0, t.deadline - time.monotonic())
-    parts.append(f"{units.duration(left)} left")
+    parts.append(f"{duration(left)} left")
     return ", ".join(parts) + f" ({t.stage})"
 
 
