@@ -35,46 +35,42 @@ RECOMPUTE = textwrap.dedent("""
 
 
 def test_a_run_over_its_limit_is_stopped_at_the_limit(engine):
+    """The watchdog's limit is wall time on the worker's clock: its answer (the "timing" stage, from the
+    run's start) comes by the limit plus the watchdog's wake-up, on a loaded machine too."""
     prog = load(RECOMPUTE, name="recompute")
     assert prog.ops[0].fusion_producer == "op1" and prog.ops[1].name == "linalg.matmul"
     base = engine.baseline(prog)
     assert base.ok, base.error
     c = engine.config
     limit = max(c.timeout_factor * base.time_ms / 1e3, c.timeout_floor_s)
-    started: list[float] = []
-
-    def progress(phase: str, i: int, n: int) -> None:
-        if phase == "run" and not started:
-            started.append(time.monotonic())  # the worker is about to make the schedule's first run
-
     restarts = engine.pool.restarts
-    m = engine.measure(prog, parse("op0: TF(0,1,0)"), use_cache=False, on_progress=progress)
-    stopped = time.monotonic() - started[0]
+    m = engine.measure(prog, parse("op0: TF(0,1,0)"), use_cache=False)
     assert m.status == "timeout", m
     assert "\n" not in m.error and "limit" in m.error and "stopped after" in m.error
-    assert stopped <= limit + 1.0, f"stopped {stopped:.2f} s after the run started; limit {limit:.2f} s"
+    stopped = m.stages_ms["timing"] / 1e3
+    assert limit <= stopped <= limit + 0.25, f"stopped {stopped:.2f} s after the run started; limit {limit:.2f} s"
     assert engine.pool.restarts == restarts + 1  # the stopped worker was replaced ...
     ok = engine.measure(prog, parse("op0: T(8,32,0)"), use_cache=False)
     assert ok.status == "ok", ok.error  # ... and the next request is measured
 
 
-def test_a_runaway_under_its_limit_is_answered_within_the_limit_plus_a_second(engine):
+def test_a_runaway_under_its_limit_is_answered_within_the_limit_plus_its_grace(engine):
     """Runs just under the limit are not stopped by the watchdog, yet their timing used to take ten of them
     (0.83 s runs against a 1 s limit, answered after 12.7 s). Wider column tiles recompute the producer
-    fewer times: the first of them that is not a time-out took between half the limit and the limit."""
-    from mlir_rl_tui.engine.run.worker import RUNAWAY_SHARE
+    fewer times: the first of them that is not a time-out took between a third of the limit and the limit.
+    The cap is wall time on the worker's clock, so its rule holds on a loaded machine too: the worker
+    answers (its "timing" stage, from the first run's start) by the limit plus RUNAWAY_GRACE_S, plus the
+    watchdog's wake-up; the parent's wall time adds process start and exit, which load stretches."""
+    from mlir_rl_tui.engine.run.worker import RUNAWAY_GRACE_S, RUNAWAY_SHARE
 
     prog = load(RECOMPUTE, name="recompute")
     c = engine.config
     limit = max(c.timeout_factor * engine.baseline(prog).time_ms / 1e3, c.timeout_floor_s)
     for k in (1, 2, 4, 8, 16, 32):
-        events: list[tuple[float, str]] = []
-        m = engine.measure(prog, parse(f"op0: TF(0,{k},0)"), use_cache=False,
-                           on_progress=lambda phase, i, n, seen=events: seen.append((time.monotonic(), phase)))
-        end = time.monotonic()
-        start = next(t for t, phase in events if phase == "run")
-        end = next((t for t, phase in events if phase == "roofline"), end)  # the machine's peaks, once: not a run
-        assert end - start <= limit + 1.0, f"TF(0,{k},0): answered {end - start:.2f} s after its first run"
+        m = engine.measure(prog, parse(f"op0: TF(0,{k},0)"), use_cache=False)
+        assert "timing" in m.stages_ms, (k, m)
+        answered = m.stages_ms["timing"] / 1e3
+        assert answered <= limit + RUNAWAY_GRACE_S + 0.25, f"TF(0,{k},0): answered {answered:.2f} s after its first run"
         if m.status == "ok":
             break
         assert m.status == "timeout", m

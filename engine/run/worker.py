@@ -353,9 +353,15 @@ def handle(req: dict, out, baselines: _Baselines, watchdog: Watchdog | None = No
     def phase(name: str, i: int = 0, n: int = 0) -> None:
         _send(out, {"id": rid, "event": "phase", "phase": name, "i": i, "n": n})
 
+    # the candidate's runs are watched: one over the limit is stopped as it passes it, and a runaway's
+    # (see RUNAWAY_SHARE) as it passes its cap, whichever comes first
+    runaway: dict[str, float] = {}  # "start": the first run's start; "cap": set when the candidate is a runaway
+
     def result(status: str, **kw) -> dict:
-        return {"id": rid, "event": "result", "status": status,
-                "stages_ms": {k: v * 1e3 for k, v in stages.t.items()}, **kw}
+        took = {k: v * 1e3 for k, v in stages.t.items()}
+        if "start" in runaway:  # "timing": from the first run's start to this answer, on this worker's clock
+            took["timing"] = (time.monotonic() - runaway["start"]) * 1e3
+        return {"id": rid, "event": "result", "status": status, "stages_ms": took, **kw}
 
     if req.get("mode") == "ir":
         from mlir_rl_tui.engine.run.compile import transform_ir
@@ -401,10 +407,6 @@ def handle(req: dict, out, baselines: _Baselines, watchdog: Watchdog | None = No
                       error=f"a run went over the {limit:.2f} s limit (the larger of "
                             f"{req.get('timeout_factor', 10):g}x the baseline and {req.get('timeout_floor_s', 1):g} s)"
                             f" and was stopped after {elapsed:.2f} s")
-
-    # the candidate's runs are watched: one over the limit is stopped as it passes it, and a runaway's
-    # (see RUNAWAY_SHARE) as it passes its cap, whichever comes first
-    runaway: dict[str, float] = {}  # "start": the first run's start; "cap": set when the candidate is a runaway
 
     def arm() -> None:
         now = time.monotonic()
