@@ -1,7 +1,7 @@
 """The one reader and writer of checkpoint files: tensors plus JSON, loaded without running code.
 
 A checkpoint is a `torch.save` zip holding exactly
-    {"format": FORMAT, "version": VERSION, "kind": "policy" | "ppo-state" | ..., "info": "<JSON text>",
+    {"format": "mlir-rl-tui checkpoint" (engine.store.jsonl.CHECKPOINT), "version": VERSION, "kind": "policy" | "ppo-state" | ..., "info": "<JSON text>",
      "tensors": {name: Tensor}}
 and is read with `torch.load(weights_only=True)`, whose unpickler only rebuilds tensors, numbers, strings
 and containers: a file that names any other Python object (an `os.system` in a `__reduce__`) is refused
@@ -30,9 +30,8 @@ import torch
 
 from mlir_rl_tui.agent import checkpoint_file
 from mlir_rl_tui.engine.errors import EngineError
-from mlir_rl_tui.engine.store import atomic
+from mlir_rl_tui.engine.store import atomic, jsonl
 
-FORMAT = "mlir-rl-tui checkpoint"
 VERSION = 2
 MAX_BYTES = 1 << 30
 """largest checkpoint file read (the shipped policy, three members, is 36 MB; a PPO resume state ~75 MB)"""
@@ -49,7 +48,7 @@ class CheckpointError(EngineError):
 def save(path: str, kind: str, tensors: dict[str, torch.Tensor], info: dict) -> None:
     """Write atomically (a killed training never leaves half a last.pt); `info` must be JSON data."""
     text = json.dumps(info, default=_json_default)
-    obj = {"format": FORMAT, "version": VERSION, "kind": kind, "info": text,
+    obj = {"format": jsonl.CHECKPOINT, "version": VERSION, "kind": kind, "info": text,
            "tensors": {k: v.detach().cpu().contiguous() for k, v in tensors.items()}}
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     with atomic.replacing(path) as tmp:  # a device or a pipe is written to, never replaced
@@ -62,7 +61,7 @@ def load(path: str, kind: str) -> tuple[dict[str, torch.Tensor], dict]:
     if isinstance(obj, dict) and "format" not in obj and ("model" in obj or "optimizer" in obj):
         raise CheckpointError(f"{path}: a checkpoint in the older format of mlir-rl-tui (pickled metadata); "
                               f"convert it once with `{CONVERT_HINT} {path} NEW.pt`, then use NEW.pt")
-    if not isinstance(obj, dict) or obj.get("format") != FORMAT:
+    if not isinstance(obj, dict) or obj.get("format") != jsonl.CHECKPOINT:
         raise CheckpointError(f"{path}: not a mlir-rl-tui checkpoint (a torch file without its format marker)")
     version = obj.get("version")
     if not isinstance(version, int) or version < 1:
@@ -244,7 +243,7 @@ def convert(old: str, new: str) -> str:
     allow = [np.dtype, np.ndarray, np._core.multiarray.scalar, np._core.multiarray._reconstruct,
              *{type(np.dtype(c)) for c in "?bhilqBHILQefdgFDG"}]
     obj = _read(old, allow)
-    if isinstance(obj, dict) and obj.get("format") == FORMAT:
+    if isinstance(obj, dict) and obj.get("format") == jsonl.CHECKPOINT:
         raise CheckpointError(f"{old}: already in the current checkpoint format; nothing to convert")
     if not isinstance(obj, dict) or not isinstance(obj.get("model"), dict):
         raise CheckpointError(f"{old}: not a checkpoint of an older mlir-rl-tui (no \"model\" weights)")

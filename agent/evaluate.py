@@ -30,7 +30,6 @@ a stopped evaluation loses only the program it was on, and the same call again m
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 import os
 import statistics
@@ -39,6 +38,7 @@ from collections.abc import Callable
 from mlir_rl_tui.agent.fallback import below_baseline, fallback_fires, with_fallback
 from mlir_rl_tui.engine import Engine, Session, load_file, to_text
 from mlir_rl_tui.engine.measure.remeasure import figure, pooled_baseline, remeasure, speedups
+from mlir_rl_tui.engine.store import jsonl
 
 
 def gmean(xs: list[float | None]) -> float | None:
@@ -62,52 +62,41 @@ class RowsFile:
     for a program file with the same content (its sha256) and path; an incomplete last line (the writer was
     killed mid-write) is dropped."""
 
-    FORMAT = "mlir-rl-tui evaluate rows 1"
+    FORMAT = jsonl.EVALUATE_ROWS
     #: The command and option that write such files, in messages.
     COMMAND = "evaluate --rows"
 
     def __init__(self, path: str, settings: dict):
         self.path, self.settings = path, settings
         self.rows: dict[tuple[str, str], dict] = {}
-        lines: list[str] = []
-        if os.path.exists(path):
-            try:
-                with open(path) as f:
-                    lines = f.read().splitlines()
-            except (OSError, UnicodeDecodeError) as e:
-                raise RowsError(f"{path}: cannot read it ({e})") from None
-        if not lines:
-            self._write(json.dumps({"format": self.FORMAT, **settings}), "w")
+        try:
+            lines = jsonl.read(path)
+        except (OSError, UnicodeDecodeError) as e:
+            raise RowsError(f"{path}: cannot read it ({e})") from None
+        if not lines.records and lines.cut:  # one line and no newline: not a file this class wrote
+            raise RowsError(f"{path}: line 1 is not JSON: not a rows file of `{self.COMMAND}`")
+        if not lines.records:
+            self._write(lambda: jsonl.rewrite(path, [jsonl.header(self.FORMAT, **settings)]))
             return
-        records = []
-        for i, line in enumerate(lines):
-            try:
-                records.append(json.loads(line))
-            except ValueError:
-                if i == len(lines) - 1 and i > 0:
-                    break  # killed while writing its last row
-                raise RowsError(f"{path}: line {i + 1} is not JSON: not a rows file of `{self.COMMAND}`") from None
-        head = records[0] if isinstance(records[0], dict) else {}
-        if head.get("format") != self.FORMAT:
+        for number, r in zip(lines.numbers, lines.records):
+            if r is None:
+                raise RowsError(f"{path}: line {number} is not JSON: not a rows file of `{self.COMMAND}`")
+        head = lines.records[0]
+        if not jsonl.is_header(head, self.FORMAT):
             raise RowsError(f"{path}: not a rows file of `{self.COMMAND}` (no {self.FORMAT!r} header)")
         keys = [*settings, *(k for k in head if k not in settings and k != "format")]  # a setting on either side
         other = {k: (head.get(k), settings.get(k)) for k in keys if head.get(k) != settings.get(k)}
         if other:
             diff = ", ".join(f"{k} {a!r} there, {b!r} now" for k, (a, b) in other.items())
             raise RowsError(f"{path} holds rows of another evaluation ({diff}): give another --rows file")
-        for i, row in enumerate(records[1:], start=2):
+        for number, row in zip(lines.numbers[1:], lines.records[1:]):
             if not isinstance(row, dict) or not isinstance(row.get("program"), str):
-                raise RowsError(f"{path}: line {i} is not a row of `{self.COMMAND}` (no program)")
+                raise RowsError(f"{path}: line {number} is not a row of `{self.COMMAND}` (no program)")
             self.rows[(row["program"], row.get("sha256"))] = row
-        if len(records) < len(lines):  # rewrite without the broken last line, so appends stay line by line
-            self._write("".join(json.dumps(r) + "\n" for r in records).rstrip("\n"), "w")
 
-    def _write(self, text: str, mode: str) -> None:
+    def _write(self, write) -> None:
         try:
-            with open(self.path, mode) as f:
-                f.write(text + "\n")
-                f.flush()
-                os.fsync(f.fileno())
+            write()
         except OSError as e:
             raise RowsError(f"{self.path}: cannot write it ({e.strerror})") from None
 
@@ -117,7 +106,7 @@ class RowsFile:
 
     def add(self, row: dict) -> None:
         self.rows[(row["program"], row["sha256"])] = row
-        self._write(json.dumps(row), "a")
+        self._write(lambda: jsonl.append(self.path, row))  # a last line cut by a kill is cut off first
 
 
 def policy_keys(n: int) -> list[str]:

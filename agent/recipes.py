@@ -46,7 +46,7 @@ from dataclasses import dataclass, fields
 
 from mlir_rl_tui.agent.evaluate import gmean
 from mlir_rl_tui.engine import units
-from mlir_rl_tui.engine.store import atomic
+from mlir_rl_tui.engine.store import atomic, jsonl
 
 CHECKPOINTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "checkpoints")
 RECIPES = ("default",)
@@ -240,17 +240,8 @@ def make_programs(r: DefaultRecipe, st: Stages) -> tuple[list, list[str], dict[s
 # ----------------------------------------------------------------------------------------------
 # 2. teacher
 def read_targets(path: str) -> dict[str, dict]:
-    """{program sha256: its target line} of DIR/targets.jsonl (a line cut by an interrupt is skipped)."""
-    out: dict[str, dict] = {}
-    if os.path.exists(path):
-        with open(path, encoding="utf-8") as f:
-            for line in f:
-                try:
-                    row = json.loads(line)
-                    out[row["sha256"]] = row
-                except (ValueError, KeyError, TypeError):
-                    continue
-    return out
+    """{program sha256: its target line} of DIR/targets.jsonl (a line cut by an interrupt is dropped)."""
+    return {r["sha256"]: r for r in jsonl.read(path).records if isinstance(r, dict) and isinstance(r.get("sha256"), str)}
 
 
 def teach(eng, prog, index: int, budget: int, seed: int) -> dict:
@@ -274,11 +265,6 @@ def run_teacher(r: DefaultRecipe, train: list, st: Stages) -> list[tuple]:
 
     path = os.path.join(r.out, "targets.jsonl")
     have = read_targets(path)
-    if os.path.exists(path) and os.path.getsize(path):
-        with open(path, "rb+") as f:  # a line cut by an interrupt: the next line starts on a line of its own
-            f.seek(-1, os.SEEK_END)
-            if f.read(1) != b"\n":
-                f.write(b"\n")
     todo = [i for i, p in enumerate(train) if p.sha256 not in have]
     st.begin("teacher", len(train), len(train) - len(todo))
     lock = threading.Lock()
@@ -290,8 +276,7 @@ def run_teacher(r: DefaultRecipe, train: list, st: Stages) -> list[tuple]:
             except EngineError as e:  # e.g. a baseline that does not run: not trained on
                 row = {"sha256": prog.sha256, "program": os.path.basename(prog.path), "left_out": str(e)}
             with lock:
-                with open(path, "a", encoding="utf-8") as f:
-                    f.write(json.dumps(row) + "\n")
+                jsonl.append(path, row)  # a line cut by an interrupt is cut off first
                 have[prog.sha256] = row
             st.log(f"{i + 1}/{len(train)} {row['program']}: "
                    + (f"left out: {row['left_out']}" if "left_out" in row else
@@ -441,20 +426,15 @@ def note_run(out: str, st: Stages) -> list[dict]:
 
     path = os.path.join(out, "runs.jsonl")
     runs: list[dict] = []
-    with contextlib.suppress(OSError), open(path, encoding="utf-8") as f:
-        for line in f:
-            with contextlib.suppress(ValueError):
-                row = json.loads(line)
-                if isinstance(row, dict):
-                    runs.append(row)
+    with contextlib.suppress(OSError, UnicodeDecodeError):
+        runs = [r for r in jsonl.read(path).records if isinstance(r, dict)]
     now = {"started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "commit": commit(),
            "machine": cpu_model(), "cores": os.cpu_count(), "seconds_before": round(sum(st.seconds.values()))}
     if runs and any(runs[-1].get(k) != now[k] for k in ("commit", "machine", "cores")):
         st.log("resuming a run last continued on " + ", ".join(
             f"{k} {runs[-1].get(k)}" for k in ("machine", "cores", "commit") if runs[-1].get(k) != now[k])
             + f"; this one: {now['machine']}, {now['cores']} cores, commit {now['commit']}")
-    with open(path, "a", encoding="utf-8") as f:
-        f.write(json.dumps(now) + "\n")
+    jsonl.append(path, now)
     return [*runs, now]
 
 

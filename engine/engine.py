@@ -24,7 +24,7 @@ from mlir_rl_tui.engine.measure.contention import (
     Fastest,
 )
 from mlir_rl_tui.engine.measure.machine import state_of
-from mlir_rl_tui.engine.measure.roofline import Peaks, empty_peaks, measure_peaks, place, program_bytes
+from mlir_rl_tui.engine.measure.roofline import Peaks, empty_peaks, measure_peaks, place
 from mlir_rl_tui.engine.measure.timing import STEADY_FACTOR
 from mlir_rl_tui.engine.run.compile import parallel_runtime
 from mlir_rl_tui.engine.run.pool import Cancelled, WorkerDied, WorkerPool, WorkerTimeout
@@ -333,8 +333,8 @@ class Engine:
         measured on first use and cached)."""
         if m.ok and m.time_ms:
             m.gflops = program.flops / m.time_ms / 1e6
-            peaks = self.peaks((parallel, program_bytes(program)), on_progress)
-            if peaks is not None and peaks.knows((parallel, program_bytes(program))):
+            peaks = self.peaks((parallel, program.compulsory_bytes), on_progress)
+            if peaks is not None and peaks.knows((parallel, program.compulsory_bytes)):
                 b = place(program, m.time_ms, parallel, peaks)
                 m.peak_fraction, m.bound = b.peak_fraction, b.bound
         return m

@@ -37,7 +37,8 @@ def test_a_gzip_bomb_measurement_file_is_refused_within_a_memory_bound(tmp_path)
     """64 MiB of one line, compressed to ~64 KB, after a valid header: refused in one line, and the reader
     never holds more than a few MiB (the line limit is 1 MiB)."""
     from mlir_rl_tui.engine.store.cache import ENGINE_VERSION
-    from mlir_rl_tui.engine.store.measurement_file import MEASUREMENTS_FORMAT, read_measurements
+    from mlir_rl_tui.engine.store.jsonl import MEASUREMENTS as MEASUREMENTS_FORMAT
+    from mlir_rl_tui.engine.store.measurement_file import read_measurements
 
     path = tmp_path / "bomb.jsonl.gz"
     with gzip.open(path, "wt") as f:
@@ -79,7 +80,8 @@ def test_an_import_refused_half_way_stores_none_of_its_rows(tmp_path):
     refusal leaves the cache as it was (no first row either)."""
     from mlir_rl_tui.engine.engine import Measurement
     from mlir_rl_tui.engine.store.cache import ENGINE_VERSION, Cache
-    from mlir_rl_tui.engine.store.measurement_file import MEASUREMENTS_FORMAT, import_measurements
+    from mlir_rl_tui.engine.store.jsonl import MEASUREMENTS as MEASUREMENTS_FORMAT
+    from mlir_rl_tui.engine.store.measurement_file import import_measurements
 
     good = Measurement(status="ok", schedule="op0: V", time_ms=1.0, baseline_ms=2.0, speedup=2.0).to_record()
     path = tmp_path / "half.jsonl.gz"

@@ -118,7 +118,6 @@ def test_a_timing_the_state_probe_calls_slow_throughout_is_flagged_widened_and_n
 
     from mlir_rl_tui.engine import Engine, load_file, parse
     from mlir_rl_tui.engine.measure.contention import Fastest
-    from mlir_rl_tui.engine.measure.roofline import program_bytes
     from mlir_rl_tui.engine.store.cache import Cache
 
     prog, sched = load_file(str(SAMPLES / "matmul.mlir")), parse("op0: T(8,32,1) V")
@@ -128,7 +127,7 @@ def test_a_timing_the_state_probe_calls_slow_throughout_is_flagged_widened_and_n
     # the suite's engines take timings as they come (MLIR_RL_TUI_WAIT_FAR=0): `flags` waits and flags
     with Engine(cache=cache, workers=1) as eng, \
             Engine(config=MeasureConfig(wait_far=True), cache=cache, workers=1) as flags:
-        cache.put_machine(eng.machine, engine.peaks((False, program_bytes(prog))).to_json())
+        cache.put_machine(eng.machine, engine.peaks((False, prog.compulsory_bytes)).to_json())
         good = eng.measure(prog, sched)
         assert good.ok and not good.unsteady and eng.steady_ref[False].value > 0
         ref = 0.02  # ms: the probe (a 256^3 matmul) would need 1.7 TFLOP/s on one core to be this fast

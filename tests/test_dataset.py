@@ -14,6 +14,7 @@ from mlir_rl_tui.engine import load, load_file
 from mlir_rl_tui.engine.corpus import generator as ds
 from mlir_rl_tui.engine.corpus.samples import program
 from mlir_rl_tui.engine.schedule.notation import ScheduleError, to_text
+from mlir_rl_tui.engine.store import jsonl
 from mlir_rl_tui.engine.store import measurement_file as mf
 
 
@@ -127,7 +128,7 @@ def test_import_as_this_machine_refuses_another_kind_of_machine(engine, tmp_path
             rec[k] = [x * factor for x in rec[k]]
         f = str(tmp_path / name)
         with gzip.open(f, "wt") as out:
-            out.write(json.dumps({"format": mf.MEASUREMENTS_FORMAT, "engine_version": ENGINE_VERSION,
+            out.write(json.dumps({"format": jsonl.MEASUREMENTS, "engine_version": ENGINE_VERSION,
                                   "rows": 1}) + "\n")
             out.write(json.dumps({"program": relu.sha256, "schedule": "", "machine": "other-machine",
                                   "result": rec}) + "\n")
@@ -192,7 +193,7 @@ def test_measurements_travel_to_another_cache_and_back(engine, add, tmp_path, mo
     assert "0 measurements imported" in capsys.readouterr().out
 
     with gzip.open(f, "wt") as out:  # another engine version's timings cannot stand for this machine's
-        out.write(json.dumps({"format": mf.MEASUREMENTS_FORMAT, "engine_version": "0", "rows": 0}) + "\n")
+        out.write(json.dumps({"format": jsonl.MEASUREMENTS, "engine_version": "0", "rows": 0}) + "\n")
     assert main(["dataset", "import", f, "--as-this-machine"]) == 2
     assert "engine version 0" in capsys.readouterr().err
     (tmp_path / "bad.gz").write_bytes(b"not gzip")

@@ -22,6 +22,7 @@ from mlir_rl_tui.agent import checkpoint as ck
 from mlir_rl_tui.agent.policy import ActorCritic, PolicyConfig
 from mlir_rl_tui.commands import main
 from mlir_rl_tui.engine.config import Limits
+from mlir_rl_tui.engine.store import jsonl
 
 SMALL = PolicyConfig(hidden=16, layers=1)  # a real ActorCritic, small enough to write in milliseconds
 
@@ -92,7 +93,7 @@ def test_a_payload_inside_a_current_format_file_is_refused_too(tmp_path, capsys)
     """The format marker is no pass: the whole file goes through the weights-only unpickler."""
     marker = tmp_path / "pwned"
     evil = tmp_path / "evil.pt"
-    torch.save({"format": ck.FORMAT, "version": ck.VERSION, "kind": "policy", "info": "{}",
+    torch.save({"format": jsonl.CHECKPOINT, "version": ck.VERSION, "kind": "policy", "info": "{}",
                 "tensors": {"x": torch.zeros(1)}, "extra": Payload(marker)}, evil)
     _armed(evil, marker)
     assert main(["optimize", str(SAMPLES / "matmul.mlir"), "--policy", str(evil)]) == 2
@@ -136,7 +137,7 @@ def test_shipped_policy_is_in_the_current_format():
     from mlir_rl_tui.agent.suggest import DEFAULT_CHECKPOINT, load_policy
 
     raw = torch.load(DEFAULT_CHECKPOINT, weights_only=True)
-    assert raw["format"] == ck.FORMAT and raw["version"] == ck.VERSION and raw["kind"] == "policy"
+    assert raw["format"] == jsonl.CHECKPOINT and raw["version"] == ck.VERSION and raw["kind"] == "policy"
     assert {v.dtype for v in raw["tensors"].values()} == {torch.float16}  # kept small
     pol = load_policy()
     assert pol is not None and pol.model.limits == Limits()  # trained on the current action space (issue 14)
@@ -154,7 +155,7 @@ def _policy_file(tmp_path, name: str, info: dict | None = None, tensors: dict | 
     """A current-format policy file of the SMALL model, with one thing changed."""
     model = ActorCritic(config=SMALL)
     info = info if info is not None else {"limits": asdict(model.limits), "policy": asdict(model.config)}
-    obj = {"format": ck.FORMAT, "version": ck.VERSION, "kind": "policy", "info": info_text or json.dumps(info),
+    obj = {"format": jsonl.CHECKPOINT, "version": ck.VERSION, "kind": "policy", "info": info_text or json.dumps(info),
            "tensors": tensors if tensors is not None else model.state_dict(), **fields}
     path = tmp_path / name
     torch.save(obj, path)

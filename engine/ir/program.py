@@ -159,11 +159,17 @@ class Program:
         return sum(o.flops for o in self.ops if o.name != "linalg.fill")
 
     @property
+    def compulsory_bytes(self) -> int:
+        """Traffic no schedule avoids: every argument read once, every result written once (the roofline's
+        memory bound, engine.measure.roofline.place)."""
+        return sum(s.nbytes for s in self.args + self.results)
+
+    @property
     def bytes_moved(self) -> int:
-        """Bytes an untransformed run reads and writes at least: arguments, result, and each
+        """Bytes an untransformed run reads and writes at least: the compulsory bytes, and each
         intermediate result written once and read once (taken as 4-byte elements)."""
         inter = sum(4 * math.prod(o.result_shape) for o in self.ops[1:])
-        return sum(s.nbytes for s in self.args + self.results) + 2 * inter
+        return self.compulsory_bytes + 2 * inter
 
     @property
     def estimated_baseline_s(self) -> float:

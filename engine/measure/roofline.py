@@ -103,15 +103,10 @@ class Bound:
     bound_ms: float
 
 
-def program_bytes(program: Program) -> int:
-    """Compulsory traffic: every argument read once, the result written once."""
-    return sum(a.nbytes for a in program.args) + sum(r.nbytes for r in program.results)
-
-
 def place(program: Program, time_ms: float, parallel: bool, peaks: Peaks) -> Bound:
     flops = program.flops
     peak = peaks.fma_gflops_all if parallel else peaks.fma_gflops_1
-    nbytes = program_bytes(program)
+    nbytes = program.compulsory_bytes
     compute_ms = flops / peak / 1e6
     memory_ms = nbytes / peaks.bandwidth(nbytes, parallel) / 1e6
     bound_ms = max(compute_ms, memory_ms)

@@ -46,7 +46,6 @@ import contextlib
 import fcntl
 import json
 import os
-import stat
 import threading
 import time
 from collections.abc import Iterator
@@ -54,7 +53,7 @@ from dataclasses import dataclass, field
 
 from mlir_rl_tui.engine.errors import EngineError, warn
 from mlir_rl_tui.engine.schedule.notation import Action, Schedule, parse_action
-from mlir_rl_tui.engine.store import bounded
+from mlir_rl_tui.engine.store import bounded, jsonl
 
 SOURCES = ("user", "policy", "search")
 MAX_TRACE_BYTES = 1 << 30  # largest trace read (a record with its observation is ~40 KB)
@@ -218,18 +217,10 @@ class TraceWriter:
     def write(self, records: list[dict]) -> None:
         """Append the records in one write and fsync; call it locked."""
         assert self._locked
-        data = b"".join(json.dumps(r, separators=(",", ":")).encode() + b"\n" for r in records)
         before = os.fstat(self.fd).st_size
-        view = memoryview(data)
-        while view:
-            view = view[os.write(self.fd, view):]
-        try:
-            os.fsync(self.fd)
-        except OSError:  # a device or a pipe (--trace /dev/null) cannot be synced; a file always can
-            if stat.S_ISREG(os.fstat(self.fd).st_mode):
-                raise
+        written = jsonl.write_records(self.fd, records)
         if self._scanned == before:  # nothing unread before these records: count them without reading
-            self._scanned = before + len(data)
+            self._scanned = before + written
             self._last_episode = max([self._last_episode] + [_episode(r) for r in records])
 
     def _scan(self) -> None:
@@ -257,23 +248,11 @@ class TraceWriter:
 
     def _repair(self) -> None:
         """Cut the file after its last newline when it does not end with one (a writer was killed)."""
-        size = os.fstat(self.fd).st_size
-        if size == 0 or os.pread(self.fd, 1, size - 1) == b"\n":
-            return
-        end = size
-        keep = 0
-        while end > 0:
-            start = max(0, end - (1 << 16))
-            chunk = os.pread(self.fd, end - start, start)
-            i = chunk.rfind(b"\n")
-            if i >= 0:
-                keep = start + i + 1
-                break
-            end = start
-        os.ftruncate(self.fd, keep)
-        self.repaired += size - keep
-        self._scanned = min(self._scanned, keep)
-        warn(f"trace {self.path}: dropped a cut last line ({size - keep} bytes; a writer was killed mid-record)")
+        dropped = jsonl.cut_tail(self.fd)
+        if dropped:
+            self.repaired += dropped
+            self._scanned = min(self._scanned, os.fstat(self.fd).st_size)
+            warn(f"trace {self.path}: dropped a cut last line ({dropped} bytes; a writer was killed mid-record)")
 
     def close(self) -> None:
         if self.fd >= 0:

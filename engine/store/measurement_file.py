@@ -7,9 +7,8 @@ import json
 from collections.abc import Iterator
 
 from mlir_rl_tui.engine.errors import EngineError
-from mlir_rl_tui.engine.store import bounded
+from mlir_rl_tui.engine.store import bounded, jsonl
 
-MEASUREMENTS_FORMAT = "mlir-rl-tui measurements 1"
 #: Who made a cached row, by its machine key: `M` measured by this engine on machine M; `M#imported` taken
 #: from a measurement file as M's (`dataset import --as-this-machine`), not checked here; `M#validated` such a
 #: row whose schedule this engine has since compiled, run and checked here once (Engine.measure serves
@@ -28,7 +27,7 @@ def export_measurements(cache, path: str, programs: set[str] | None = None, mach
 
     rows = sorted(cache.entries(machine, programs), key=lambda r: r[:3])
     with gzip.open(path, "wt", encoding="utf-8") as f:
-        f.write(json.dumps({"format": MEASUREMENTS_FORMAT, "engine_version": ENGINE_VERSION, "rows": len(rows)})
+        f.write(json.dumps({"format": jsonl.MEASUREMENTS, "engine_version": ENGINE_VERSION, "rows": len(rows)})
                 + "\n")
         for sha, schedule, mach, result in rows:
             f.write(json.dumps({"program": sha, "schedule": schedule, "machine": mach, "result": result},
@@ -54,9 +53,9 @@ def read_measurements(path: str, version_must_match: bool = False
             rows = bounded.lines(f, MAX_ROW_CHARS)
             first = next(rows, "null")
             header = json.loads(first) if first is not None else None
-            if not isinstance(header, dict) or header.get("format") != MEASUREMENTS_FORMAT:
+            if not isinstance(header, dict) or header.get("format") != jsonl.MEASUREMENTS:
                 raise EngineError(f"{path}: not a measurement file (its first line is not a "
-                                  f"{MEASUREMENTS_FORMAT!r} header)")
+                                  f"{jsonl.MEASUREMENTS!r} header)")
             if version_must_match and header.get("engine_version") != ENGINE_VERSION:
                 raise EngineError(f"{path}: measured with engine version {header.get('engine_version')}, this is "
                                   f"{ENGINE_VERSION}: its times cannot stand for this machine's")

@@ -32,11 +32,10 @@ import time
 from dataclasses import dataclass, replace
 
 from mlir_rl_tui.engine.errors import EngineError
-from mlir_rl_tui.engine.store import bounded
+from mlir_rl_tui.engine.store import bounded, jsonl
 from mlir_rl_tui.engine.store.cache import MAX_ROW_CHARS, Store, checksum
 
 TUNING_FILE = "tuning.sqlite"
-EXPORT_FORMAT = "mlir-rl-tui tuning records 1"
 #: The largest export `import_file` reads (a shared file is data, not a way to fill this machine's memory).
 MAX_LINE_CHARS = 4 * MAX_ROW_CHARS  # longest line of an export read (a record, JSON-escaped, with its key)
 
@@ -158,7 +157,7 @@ class TuningDB(Store):
         n = 0
         try:
             with open(path, "w") as f:
-                f.write(json.dumps({"format": EXPORT_FORMAT, "written": time.time()}) + "\n")
+                f.write(json.dumps({"format": jsonl.TUNING_RECORDS, "written": time.time()}) + "\n")
                 for mach, wl, sched, text, digest in recs:
                     if digest == checksum((mach, wl, sched), text):
                         f.write(json.dumps({"table": "records", "key": [mach, wl, sched], "record": text,
@@ -188,7 +187,7 @@ class TuningDB(Store):
             head = json.loads(first) if first is not None else {}
         except ValueError:
             head = {}
-        if not isinstance(head, dict) or head.get("format") != EXPORT_FORMAT:
+        if not isinstance(head, dict) or head.get("format") != jsonl.TUNING_RECORDS:
             raise EngineError(f"{path}: not a tuning database export (`mlir-rl-tui tuning-db export` writes one)")
         taken = refused = 0
         origin = imported_from(path)
