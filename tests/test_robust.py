@@ -59,8 +59,9 @@ def test_a_runaway_under_its_limit_is_answered_within_the_limit_plus_its_grace(e
     (0.83 s runs against a 1 s limit, answered after 12.7 s). Wider column tiles recompute the producer
     fewer times: the first of them that is not a time-out took between a third of the limit and the limit.
     The cap is wall time on the worker's clock, so its rule holds on a loaded machine too: the worker
-    answers (its "timing" stage, from the first run's start) by the limit plus RUNAWAY_GRACE_S, plus the
-    watchdog's wake-up; the parent's wall time adds process start and exit, which load stretches."""
+    answers (its "timing" stage, from the first run's start, less its "wait" for the locks of another engine's
+    timing) by the limit plus RUNAWAY_GRACE_S, plus the watchdog's wake-up; the parent's wall time adds
+    process start and exit, which load stretches."""
     from mlir_rl_tui.engine.run.worker import RUNAWAY_GRACE_S, RUNAWAY_SHARE
 
     prog = load(RECOMPUTE, name="recompute")
@@ -69,7 +70,7 @@ def test_a_runaway_under_its_limit_is_answered_within_the_limit_plus_its_grace(e
     for k in (1, 2, 4, 8, 16, 32):
         m = engine.measure(prog, parse(f"op0: TF(0,{k},0)"), use_cache=False)
         assert "timing" in m.stages_ms, (k, m)
-        answered = m.stages_ms["timing"] / 1e3
+        answered = (m.stages_ms["timing"] - m.stages_ms.get("wait", 0.0)) / 1e3  # less another engine's timing
         assert answered <= limit + RUNAWAY_GRACE_S + 0.25, f"TF(0,{k},0): answered {answered:.2f} s after its first run"
         if m.status == "ok":
             break

@@ -529,8 +529,12 @@ def handle(req: dict, out, baselines: _Baselines, watchdog: Watchdog | None = No
             phase("retry", attempt, 0)  # the pool counts its time-out from the last event
             time.sleep(wait)
         waited.clear()
+        asked = time.monotonic()
         with _flock(req.get("lock"), waiting=wait_beat), _flock(cpu, waiting=wait_beat), _pinned(), \
                 _spinning(probe or compiled, req["parallel"] or bool(req.get("versus_parallel"))):
+            # "wait": for the locks another engine's timing holds (part of "timing", not of the candidate's
+            # runs: a runaway's cap moves by it)
+            stages.t["wait"] = stages.t.get("wait", 0.0) + time.monotonic() - asked
             if waited.is_set():
                 phase("run", 0, 0)  # the time-out of a run again
             seen = Watch.start()
@@ -540,7 +544,7 @@ def handle(req: dict, out, baselines: _Baselines, watchdog: Watchdog | None = No
                                 limit_ms=limit * 1e3 if limit else None,
                                 on_round=lambda i, n: phase("run", i, n), place=_placer(compiled, base),
                                 deadline=req.get("deadline"), probe=state, steady_ms=steady_ms,
-                                cap=runaway.get("cap"))
+                                cap=runaway["cap"] + stages.t["wait"] if "cap" in runaway else None)
             handoff += _handoff_us(probe)
             foreign = seen.foreign_cores()
         busy = req.get("check_contention", True) and contended(foreign, req["parallel"], _CORES)
