@@ -36,7 +36,7 @@ import statistics
 from collections.abc import Callable
 
 from mlir_rl_tui.agent.fallback import below_baseline, fallback_fires, with_fallback
-from mlir_rl_tui.engine import Engine, Session, load_file, to_text
+from mlir_rl_tui.engine import Engine, load_file, to_text
 from mlir_rl_tui.engine.measure.remeasure import figure, pooled_baseline, remeasure, speedups
 from mlir_rl_tui.engine.store import jsonl
 
@@ -129,13 +129,11 @@ def evaluate_program(eng: Engine, policies: list, path: str, budgets: list[int],
     """One row of the evaluation table (see the module docstring); no budgets: no search. With
     `only_differing`, a program every policy schedules alike is not measured at all (a row with the schedules
     and "timed": false)."""
-    from mlir_rl_tui.agent.suggest import to_measure
     from mlir_rl_tui.engine.search import search
 
     prog = load_file(path)
     keys = policy_keys(len(policies))
-    schedules = {k: to_measure(pol.schedule(Session(prog, openmp=eng.openmp)).schedule)
-                 for k, pol in zip(keys, policies)}
+    schedules = {k: pol.one_pass(prog, eng.openmp) for k, pol in zip(keys, policies)}
     row: dict = {"program": path, "sha256": file_sha256(path), **{f"{k}_schedule": str(schedules[k]) for k in keys}}
     if only_differing and len({row[f"{k}_schedule"] for k in keys}) == 1:
         return {**row, "timed": False}

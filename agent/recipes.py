@@ -360,7 +360,7 @@ def evaluate_one_pass(policy_path: str, paths: list[str], st: Stages, out: str =
     5): gmean speedup, the programs under UNDER, ms per decision, the ratio to the shipped policy."""
     from mlir_rl_tui.agent.evaluate import RowsError, RowsFile, evaluate, file_sha256, settings
     from mlir_rl_tui.agent.suggest import load_policy, set_inference_threads
-    from mlir_rl_tui.engine import Engine, Session, load_file
+    from mlir_rl_tui.engine import Engine, load_file
 
     policies = [load_policy(policy_path)]
     shipped = os.path.join(CHECKPOINTS, "default.pt")
@@ -380,7 +380,7 @@ def evaluate_one_pass(policy_path: str, paths: list[str], st: Stages, out: str =
     set_inference_threads(1)  # as optimize and evaluate decide
     with Engine() as eng:
         for p in paths:  # the decisions' time, on their own (the rows below may come from the file)
-            policies[0].schedule(Session(load_file(p), openmp=eng.openmp))
+            policies[0].one_pass(load_file(p), eng.openmp)
         ms = policies[0].ms_per_decision
         rows, summary = evaluate(eng, policies, paths, [], rounds=EVAL_ROUNDS, torch=False, rows_file=rows_file,
                                  on_row=lambda i, n, row: row["program"] in kept or st.step())

@@ -4,6 +4,7 @@
     action, top = policy.suggest(session, k=3)   # Action, or LevelPointer during an interchange
     why = policy.explain(session, k=5, cost_model=load_cost_model())  # agent.costmodel; the rule, top k, value
     done = policy.schedule(Session(program))     # greedy, one pass over all ops, no measurement
+    sched = policy.one_pass(program)             # that pass's schedule, as measured (NT everywhere: the baseline)
 """
 
 from __future__ import annotations
@@ -119,6 +120,13 @@ class Policy:
                 while not session.done:
                     session = session.apply(Action("NT"))
         return session
+
+    def one_pass(self, program, openmp: bool = True) -> Schedule:
+        """The policy's schedule of a program, as it is measured (`to_measure`): the one pass `optimize`,
+        `evaluate`, `tune` and the benchmarks all start from."""
+        from mlir_rl_tui.engine import Session
+
+        return to_measure(self.schedule(Session(program, openmp=openmp)).schedule)
 
 
 def set_inference_threads(n: int) -> None:

@@ -30,7 +30,7 @@ import sys
 
 from mlir_rl_tui.agent.evaluate import gmean
 from mlir_rl_tui.agent.torch_reference import run_in_subprocess
-from mlir_rl_tui.engine import Engine, Schedule, Session, load_file
+from mlir_rl_tui.engine import Engine, Schedule, load_file
 from mlir_rl_tui.engine.config import MeasureConfig
 from mlir_rl_tui.engine.search import search
 
@@ -47,11 +47,11 @@ def best_schedule(eng: Engine, prog, budget: int, seed: int, log) -> tuple[Sched
     r = search(eng, prog, "hill", budget, seed=seed)
     found["hill"] = r.schedule
     try:
-        from mlir_rl_tui.agent.suggest import load_policy, to_measure
+        from mlir_rl_tui.agent.suggest import load_policy
 
         pol = load_policy(None)
         if pol is not None:
-            found["policy"] = to_measure(pol.schedule(Session(prog, openmp=eng.openmp)).schedule)
+            found["policy"] = pol.one_pass(prog, eng.openmp)
     except ImportError:
         pass
     again = {k: eng.measure(prog, s, use_cache=False) for k, s in found.items()}

@@ -34,9 +34,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from mlir_rl_tui.agent.fallback import below_baseline, fallback_fires
-    from mlir_rl_tui.agent.suggest import to_measure
-    from mlir_rl_tui.engine import Schedule, Session
+    from mlir_rl_tui.agent.fallback import optimize
     from mlir_rl_tui.progress import ProgressLine
 
     prog = load_program(args)
@@ -44,17 +42,11 @@ def run(args: argparse.Namespace) -> int:
     from mlir_rl_tui.agent.suggest import load_policy  # imports torch: not for --help
 
     pol = load_policy(args.policy, required=True)
-    fallback = None
     with ProgressLine() as line, make_engine(args) as eng, Deadline(args.max_seconds) as limit:
         line.update("optimize: the policy schedules the program")
-        sess = pol.schedule(Session(prog, openmp=eng.openmp))
-        m = eng.measure(prog, to_measure(sess.schedule), use_cache=not args.no_cache,
-                        on_progress=line.phase("optimize"), cancel=limit.cancel, deadline=limit.at)
-        below = below_baseline(m.schedule, m.ok, m.speedup)
-        if m.status != "cancelled" and not args.no_fallback and fallback_fires(m.schedule, m.ok, m.speedup):
-            # never hand back something broken or slower: keep the untransformed program, say why
-            fallback = {"schedule": m.schedule, "status": m.status, "speedup": m.speedup, "error": m.error}
-            m = eng.measure(prog, Schedule({}), use_cache=not args.no_cache, cancel=limit.cancel, deadline=limit.at)
+        answer = optimize(eng, pol, prog, fallback=not args.no_fallback, use_cache=not args.no_cache,
+                          on_progress=line.phase("optimize"), cancel=limit.cancel, deadline=limit.at)
+        m, fallback, below = answer.measurement, answer.fallback, answer.below
         if m.status == "cancelled":
             doing = line.text
             line.clear()

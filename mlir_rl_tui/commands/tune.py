@@ -165,10 +165,7 @@ def policy_start(args: argparse.Namespace, prog, eng):
         pol = load_policy(args.policy, required=True)
     except ImportError:
         return None  # no torch: the database and the search alone
-    from mlir_rl_tui.agent.suggest import to_measure
-    from mlir_rl_tui.engine import Session
-
-    return to_measure(pol.schedule(Session(prog, openmp=eng.openmp)).schedule)
+    return pol.one_pass(prog, eng.openmp)
 
 
 def progress_text(t) -> str:
