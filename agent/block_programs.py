@@ -3,7 +3,7 @@
 The generator of `engine.corpus.generator` writes single linalg ops and chains of them; what users open is often a
 torch-mlir export of a model block (batch norms as elementwise generics, transposes, broadcasts, reductions,
 padded convolutions). `generate_blocks(out, n, seed)` draws n blocks from the families below (or from
-`families` only, in turn), exports each with `agent.torch_import.import_module` (odd draws as torch-mlir
+`families` only, in turn; the block classes are the zoo's, `agent.zoo.BLOCKS`), exports each with `agent.torch_import.import_module` (odd draws as torch-mlir
 writes them, even ones through `import`'s graph passes, the two forms a user meets) and writes a
 manifest.json that `engine.corpus.generator.read_manifest` reads, so that `train --recipe default --more OUT` trains
 on them. `export_blocks` runs it in a child process (`python -m mlir_rl_tui.agent.block_programs OUT N SEED
@@ -29,123 +29,6 @@ import numpy as np
 
 FAMILIES = ("mlp", "resnet", "invres", "attention", "heads", "layernorm", "ln_linear_gelu", "pool", "stem",
             "conv_bn_relu", "softmax")
-
-
-def _modules():
-    """The block classes (torch is imported only when blocks are made)."""
-    import torch
-    import torch.nn.functional as F
-    from torch import nn
-
-    def bn(c: int) -> nn.BatchNorm2d:
-        b = nn.BatchNorm2d(c)
-        with torch.no_grad():
-            b.running_mean.uniform_(-0.5, 0.5)
-            b.running_var.uniform_(0.5, 1.5)
-            b.weight.uniform_(0.5, 1.5)
-            b.bias.uniform_(-0.5, 0.5)
-        return b
-
-    class MLP(nn.Module):
-        def __init__(self, d: int, h: int, layers: int) -> None:
-            super().__init__()
-            dims = [d] + [h] * (layers - 1) + [d]
-            self.fcs = nn.ModuleList(nn.Linear(a, b) for a, b in zip(dims, dims[1:]))
-
-        def forward(self, x):
-            for i, fc in enumerate(self.fcs):
-                x = fc(x) if i == len(self.fcs) - 1 else F.relu(fc(x))
-            return x
-
-    class ResNet(nn.Module):
-        def __init__(self, c: int) -> None:
-            super().__init__()
-            self.c1, self.b1 = nn.Conv2d(c, c, 3, padding=1, bias=False), bn(c)
-            self.c2, self.b2 = nn.Conv2d(c, c, 3, padding=1, bias=False), bn(c)
-
-        def forward(self, x):
-            return F.relu(self.b2(self.c2(F.relu(self.b1(self.c1(x))))) + x)
-
-    class InvRes(nn.Module):
-        def __init__(self, c: int, e: int) -> None:
-            super().__init__()
-            h = c * e
-            self.ex, self.b1 = nn.Conv2d(c, h, 1, bias=False), bn(h)
-            self.dw, self.b2 = nn.Conv2d(h, h, 3, padding=1, groups=h, bias=False), bn(h)
-            self.pr, self.b3 = nn.Conv2d(h, c, 1, bias=False), bn(c)
-
-        def forward(self, x):
-            y = F.relu6(self.b1(self.ex(x)))
-            return x + self.b3(self.pr(F.relu6(self.b2(self.dw(y)))))
-
-    class Attention(nn.Module):  # x: 1 x seq x d, separate q, k, v
-        def __init__(self, d: int) -> None:
-            super().__init__()
-            self.q, self.k, self.v = nn.Linear(d, d), nn.Linear(d, d), nn.Linear(d, d)
-            self.scale = d ** -0.5
-
-        def forward(self, x):
-            a = torch.bmm(self.q(x), self.k(x).transpose(1, 2)) * self.scale
-            return torch.bmm(torch.softmax(a, dim=-1), self.v(x))
-
-    class Heads(nn.Module):  # x: seq x d, fused qkv, several heads, output projection
-        def __init__(self, d: int, heads: int) -> None:
-            super().__init__()
-            self.h, self.dk = heads, d // heads
-            self.qkv, self.out = nn.Linear(d, 3 * d), nn.Linear(d, d)
-
-        def forward(self, x):
-            s, d = x.shape
-            q, k, v = self.qkv(x).reshape(s, 3, self.h, self.dk).permute(1, 2, 0, 3)
-            a = torch.softmax(torch.bmm(q, k.transpose(1, 2)) * self.dk ** -0.5, dim=-1)
-            return self.out(torch.bmm(a, v).permute(1, 0, 2).reshape(s, d))
-
-    class LayerNorm(nn.Module):
-        def __init__(self, d: int, act: bool) -> None:
-            super().__init__()
-            self.ln, self.act = nn.LayerNorm(d), act
-
-        def forward(self, x):
-            return F.gelu(self.ln(x)) if self.act else self.ln(x)
-
-    class LNLinearGELU(nn.Module):
-        def __init__(self, d: int, h: int) -> None:
-            super().__init__()
-            self.ln, self.fc = nn.LayerNorm(d), nn.Linear(d, h)
-
-        def forward(self, x):
-            return F.gelu(self.fc(self.ln(x)))
-
-    class Pool(nn.Module):
-        def __init__(self, k: int, s: int, relu: bool) -> None:
-            super().__init__()
-            self.k, self.s, self.relu = k, s, relu
-
-        def forward(self, x):
-            return F.max_pool2d(F.relu(x) if self.relu else x, self.k, self.s, padding=self.k // 2 if self.k == 3 else 0)
-
-    class Stem(nn.Module):
-        def __init__(self, c: int) -> None:
-            super().__init__()
-            self.conv, self.bn = nn.Conv2d(3, c, 3, stride=2, padding=1, bias=False), bn(c)
-
-        def forward(self, x):
-            return F.max_pool2d(F.relu(self.bn(self.conv(x))), 3, 2, padding=1)
-
-    class ConvBNReLU(nn.Module):
-        def __init__(self, ci: int, co: int, k: int) -> None:
-            super().__init__()
-            self.conv, self.bn = nn.Conv2d(ci, co, k, padding=k // 2, bias=False), bn(co)
-
-        def forward(self, x):
-            return F.relu(self.bn(self.conv(x)))
-
-    class Softmax(nn.Module):
-        def forward(self, x):
-            return torch.softmax(x, dim=-1)
-
-    return dict(MLP=MLP, ResNet=ResNet, InvRes=InvRes, Attention=Attention, Heads=Heads, LayerNorm=LayerNorm,
-                LNLinearGELU=LNLinearGELU, Pool=Pool, Stem=Stem, ConvBNReLU=ConvBNReLU, Softmax=Softmax)
 
 
 #: Sizes each family draws from, in the order `draw` draws them. "default": the recipe's blocks; "small": tiny
@@ -261,7 +144,8 @@ def generate_blocks(out_dir: str, n: int, seed: int = 0,
     from mlir_rl_tui.engine.errors import EngineError
 
     os.makedirs(out_dir, exist_ok=True)
-    classes = _modules()
+    from mlir_rl_tui.agent.zoo import BLOCKS
+
     rng = np.random.default_rng(seed)
     entries, skipped, seen = [], [], set()
     for i in range(n):
@@ -270,7 +154,7 @@ def generate_blocks(out_dir: str, n: int, seed: int = 0,
         passes = PASSES if i % 2 == 0 else ()
         fname = f"{i:04d}_{name}{'_graph' if passes else ''}.mlir"
         torch.manual_seed(seed * 1000 + i)
-        model = classes[cls](**kw).eval()
+        model = BLOCKS[cls](**kw).eval()
         try:
             import_module(model, ["x".join(map(str, shape))], os.path.join(out_dir, fname), passes=passes)
             prog = load_file(os.path.join(out_dir, fname))

@@ -21,7 +21,7 @@ from mlir_rl_tui.engine.errors import EngineError
 from mlir_rl_tui.engine.ir.program import Program
 from mlir_rl_tui.engine.schedule.notation import Schedule, to_text
 from mlir_rl_tui.engine.search.base import Evaluator
-from mlir_rl_tui.engine.search.hill import Recipe, kinds, neighbours, schedule_from, starts
+from mlir_rl_tui.engine.search.hill import Recipe, kicked, kinds, neighbours, schedule_from, starts
 
 TOP_K = 3  # measured per round
 FIRST_K = 4  # measured in the first round (the starting points compete with their neighbours)
@@ -67,11 +67,7 @@ def guided(ev: Evaluator, rng: np.random.Generator) -> None:
     def walks(point: Point, n: int) -> list[Point]:
         out = []
         for _ in range(n):
-            p = point
-            for _ in range(int(rng.choice(WALK_STEPS))):
-                cands = neighbours(ev, p, allowed)
-                p = cands[int(rng.integers(len(cands)))]
-            out.append(p)
+            out.append(kicked(ev, point, allowed, rng, int(rng.choice(WALK_STEPS))))
         return out
 
     def best() -> Point:

@@ -15,13 +15,16 @@ climb begins at that schedule's recipes instead (`recipes_of`).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import TypeVar
 
 import numpy as np
 
 from mlir_rl_tui.engine.schedule.notation import Action, Schedule
 from mlir_rl_tui.engine.search.base import Evaluator, finish_op, fit_sizes, try_apply, tunable
 
+T = TypeVar("T")
 START_SIZE = 32
 MAX_RESTARTS = 20
 
@@ -158,6 +161,28 @@ def neighbours(ev: Evaluator, point: dict[str, Recipe], allowed: dict[str, list[
     return out
 
 
+def hill_step(cands: list[T], rng: np.random.Generator, improves: Callable[[T], bool],
+              stop: Callable[[], bool] = lambda: False) -> T | None:
+    """One first-improvement hill step: `cands` (a point's neighbours) in a seeded random order, the first
+    that `improves` accepts (it measures the candidate and says whether it beats the current point beyond
+    the noise); None at a local optimum, or when `stop()` before a candidate."""
+    for i in rng.permutation(len(cands)):
+        if stop():
+            return None
+        if improves(cands[i]):
+            return cands[i]
+    return None
+
+
+def kicked(ev: Evaluator, point: dict[str, Recipe], allowed: dict[str, list[str]], rng: np.random.Generator,
+           steps: int) -> dict[str, Recipe]:
+    """`point` moved by `steps` random neighbour steps: where a climb restarts from a local optimum."""
+    for _ in range(steps):
+        cands = neighbours(ev, point, allowed)
+        point = cands[int(rng.integers(len(cands)))]
+    return point
+
+
 def hill_climb(ev: Evaluator, rng: np.random.Generator, start: Schedule | None = None) -> None:
     points = starts(ev)
     if not points[0]:
@@ -169,21 +194,20 @@ def hill_climb(ev: Evaluator, rng: np.random.Generator, start: Schedule | None =
         if point is None or ev.better(v, value):
             point, value = p, v
     best_point, best_value = point, value
+
+    def improves(cand: dict[str, Recipe]) -> bool:
+        nonlocal value
+        v = ev.measure(schedule_from(ev, cand))
+        if ev.better(v, value):  # a move within the noise is no improvement
+            value = v
+            return True
+        return False
+
     for _ in range(MAX_RESTARTS):
-        improved = True
-        while improved:
-            improved = False
-            cands = neighbours(ev, point, allowed)
-            for i in rng.permutation(len(cands)):
-                v = ev.measure(schedule_from(ev, cands[i]))
-                if ev.better(v, value):  # a move within the noise is no improvement
-                    point, value, improved = cands[i], v, True
-                    break
+        while (taken := hill_step(neighbours(ev, point, allowed), rng, improves)) is not None:
+            point = taken
         if ev.better(value, best_value):
             best_point, best_value = point, value
         # local optimum: restart from the best point moved by two random steps
-        point = best_point
-        for _ in range(2):
-            cands = neighbours(ev, point, allowed)
-            point = cands[int(rng.integers(len(cands)))]
+        point = kicked(ev, best_point, allowed, rng, 2)
         value = ev.measure(schedule_from(ev, point))

@@ -47,7 +47,7 @@ from mlir_rl_tui.engine.ir.program import COMPILE_S_PER_OP, Program
 from mlir_rl_tui.engine.schedule.notation import Schedule, to_text
 from mlir_rl_tui.engine.schedule.state import check_schedule
 from mlir_rl_tui.engine.search.base import BudgetExhausted, Evaluator
-from mlir_rl_tui.engine.search.hill import kinds, neighbours, recipes_of, schedule_from, starts
+from mlir_rl_tui.engine.search.hill import hill_step, kicked, kinds, neighbours, recipes_of, schedule_from, starts
 from mlir_rl_tui.engine.store.tuning_db import Record, TuningDB
 from mlir_rl_tui.engine.tune import workload as wl
 
@@ -602,9 +602,7 @@ class Tuner:
         if point is None:
             return True
         allowed = {rep: kinds(ev, rep)}
-        for _ in range(kick):
-            cands = neighbours(ev, {rep: point}, allowed)
-            point = cands[int(rng.integers(len(cands)))][rep]
+        point = kicked(ev, {rep: point}, allowed, rng, kick)[rep]
 
         def try_point(p) -> tuple[Measurement, Schedule] | None:
             cand = give(wl.op_text(schedule_from(ev, {rep: p}), rep))
@@ -647,19 +645,18 @@ class Tuner:
         here: tuple[Measurement, Schedule] = (ev.result.best, ev.result.schedule)
         if got is not None and got[0].ok and (kick or faster(*got, here)):
             take(got)
+
+        def improves(p) -> bool:
+            nonlocal got
+            got = try_point(p[rep])
+            return got is not None and faster(*got, here)
+
         while time.monotonic() < end:
-            improved = False
-            cands = neighbours(ev, {rep: point}, allowed)
-            for i in rng.permutation(len(cands)):
-                if time.monotonic() >= end:
-                    return False
-                got = try_point(cands[i][rep])
-                if got is not None and faster(*got, here):
-                    take(got)
-                    point, improved = cands[i][rep], True
-                    break
-            if not improved:
-                return True
+            taken = hill_step(neighbours(ev, {rep: point}, allowed), rng, improves, stop=lambda: time.monotonic() >= end)
+            if taken is None:
+                return time.monotonic() < end  # a local optimum, unless the deadline stopped the step
+            take(got)
+            point = taken[rep]
         return False
 
 
