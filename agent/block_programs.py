@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from collections.abc import Callable
 
@@ -182,15 +181,12 @@ def export_blocks(out_dir: str, n: int, seed: int = 0, timeout: float = 1800,
     """`generate_blocks` in a child process (see the module docstring); returns the manifest."""
     from mlir_rl_tui.engine.corpus.generator import read_manifest
     from mlir_rl_tui.engine.errors import EngineError
+    from mlir_rl_tui.engine.run.child import run_module
 
-    try:
-        r = subprocess.run([sys.executable, "-m", "mlir_rl_tui.agent.block_programs", out_dir, str(n), str(seed),
-                            "--sizes", sizes, *families], capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        raise EngineError(f"exporting {n} blocks took more than {timeout:.0f} s") from None
-    if r.returncode != 0:
-        last = (r.stderr.strip().splitlines() or [f"exit status {r.returncode}"])[-1]
-        raise EngineError(f"exporting model blocks failed: {last}")
+    r = run_module("mlir_rl_tui.agent.block_programs", [out_dir, str(n), str(seed), "--sizes", sizes, *families],
+                   timeout)
+    if r.problem:
+        raise EngineError(f"exporting {n} model blocks failed: {r.problem}")
     return read_manifest(out_dir)
 
 

@@ -133,15 +133,14 @@ def run_in_subprocess(path: str, threads: int, timeout: float = 300.0, module: t
                       compiled: bool = False) -> dict | None:
     """`time_reference` (or, with `module=(FILE.py:NAME, input shapes)`, `time_module`) in a fresh process
     pinned like the engine's workers (one thread per core)."""
-    import subprocess
+    from mlir_rl_tui.engine.run.child import run_module
 
     env = dict(os.environ, OMP_PROC_BIND="close", OMP_PLACES="cores", OPENBLAS_NUM_THREADS="1")
     extra = []
     if module is not None:
         extra = ["--module", module[0], *[f"--input={t}" for t in module[1]]] + (["--compile"] if compiled else [])
-    out = subprocess.run([sys.executable, "-m", "mlir_rl_tui.agent.torch_reference", path, "--threads", str(threads), *extra],
-                         capture_output=True, text=True, timeout=timeout, env=env)
-    if out.returncode != 0 or not out.stdout.strip():
+    out = run_module("mlir_rl_tui.agent.torch_reference", [path, "--threads", str(threads), *extra], timeout, env)
+    if out.problem or not out.stdout.strip():
         return None
     res = json.loads(out.stdout)
     return res or None

@@ -26,8 +26,9 @@ from mlir_rl_tui.engine.measure.contention import (
 from mlir_rl_tui.engine.measure.machine import state_of
 from mlir_rl_tui.engine.measure.roofline import Peaks, empty_peaks, measure_peaks, place
 from mlir_rl_tui.engine.measure.timing import STEADY_FACTOR
+from mlir_rl_tui.engine.run.child import Cancelled, ChildDied, ChildTimeout
 from mlir_rl_tui.engine.run.compile import parallel_runtime
-from mlir_rl_tui.engine.run.pool import Cancelled, WorkerDied, WorkerPool, WorkerTimeout
+from mlir_rl_tui.engine.run.pool import WorkerPool
 from mlir_rl_tui.engine.schedule.notation import Schedule, to_text
 from mlir_rl_tui.engine.schedule.state import check_schedule, effective
 from mlir_rl_tui.engine.schedule.transforms import script, uses_parallel
@@ -436,7 +437,7 @@ class Engine:
             try:
                 req = self._request(prog, None, parallel, timing={"min_rounds": 5, "target_rel": 0.02, "budget_s": 0.3})
                 res = self.pool.run(req, None, self.config.compile_timeout_s, 300.0)
-            except (WorkerDied, WorkerTimeout, Cancelled):
+            except (ChildDied, ChildTimeout, Cancelled):
                 return None
             return res.get("time_ms") if res.get("status") == "ok" else None
 
@@ -449,7 +450,7 @@ class Engine:
         req = self._request(program, body, False, mode="ir")
         try:
             res = self.pool.run(req, compile_timeout=self.config.compile_timeout_s)
-        except (WorkerDied, WorkerTimeout) as e:
+        except (ChildDied, ChildTimeout) as e:
             return "crash", str(e) or type(e).__name__
         if res["status"] != "ok":
             return res["status"], res.get("error", "")
@@ -479,7 +480,7 @@ class Engine:
         req = self._request(program, script(program, sched, self.limits) if text else None, parallel, **kw)
         try:
             res = self.pool.run(req, compile_timeout=self.config.compile_timeout_s)
-        except (WorkerDied, WorkerTimeout, Cancelled) as e:
+        except (ChildDied, ChildTimeout, Cancelled) as e:
             raise EngineError(f"{what} failed: {e or type(e).__name__}") from None
         if res["status"] != "ok":
             raise EngineError(f"{res['status']}: {res.get('error', '')}")
@@ -525,9 +526,9 @@ class Engine:
         run_timeout = 4 * run_limit_s + 5 if run_limit_s else 60.0
         try:
             res = self.pool.run(req, on_progress, self.config.compile_timeout_s, run_timeout)
-        except WorkerDied as e:
+        except ChildDied as e:
             return Measurement(status="crash", schedule=to_text(schedule), error=str(e))
-        except WorkerTimeout:
+        except ChildTimeout:
             return Measurement(status="timeout", schedule=to_text(schedule),
                                error=f"no answer within {self.config.compile_timeout_s:.0f} s to compile and "
                                      f"{run_timeout:.0f} s to run; the worker was killed")
@@ -650,10 +651,10 @@ class Engine:
         run_timeout = 4 * limit + 5 if limit else 245.0
         try:
             res = self.pool.run(req, on_progress, c.compile_timeout_s, run_timeout, cancel)
-        except WorkerDied as e:
+        except ChildDied as e:
             self.evaluated += 1
             return Measurement(status="crash", schedule=text, error=str(e)), {}
-        except WorkerTimeout:
+        except ChildTimeout:
             self.evaluated += 1
             return Measurement(status="timeout", schedule=text,
                                error=f"the worker did not answer ({run_timeout:.0f} s without progress while "

@@ -106,9 +106,9 @@ def test_loader_killed_mid_request_is_one_line(tmp_path):
         killed: list[int] = []
 
         def kill(elapsed: float) -> None:
-            if not killed and lp.proc is not None:
-                killed.append(lp.proc.pid)
-                os.kill(lp.proc.pid, signal.SIGABRT)
+            if not killed and lp.child is not None:
+                killed.append(lp.child.proc.pid)
+                os.kill(lp.child.proc.pid, signal.SIGABRT)
 
         with pytest.raises(LoadError) as e:
             lp.request({"mode": "load", "name": "big.mlir"}, text, "big.mlir", on_wait=kill)
@@ -125,7 +125,7 @@ def test_loader_time_out_is_one_line():
         text = (SAMPLES / "add.mlir").read_text() + "// " + "x" * 40_000_000 + "\n"
         with pytest.raises(LoadError, match="no answer from MLIR's parser within"):
             lp.request({"mode": "load", "name": "slow.mlir"}, text, "slow.mlir", timeout_s=0.01)
-        assert lp.proc is None  # killed; the next request starts a fresh one
+        assert lp.child is None  # killed; the next request starts a fresh one
     finally:
         lp.close()
 

@@ -13,19 +13,15 @@ from __future__ import annotations
 import atexit
 import json
 import os
-import selectors
-import signal
 import stat
-import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable
 
 from mlir_rl_tui.engine.errors import EngineError, EntryError, LoadError
 from mlir_rl_tui.engine.ir.program import Program
-from mlir_rl_tui.engine.run.pool import kill_group
+from mlir_rl_tui.engine.run.child import Child, ChildDied, ChildTimeout, log_lines, signal_name
 
 _ENGINE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the engine's folder (BOOT)
 
@@ -51,15 +47,14 @@ _SPECIAL = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"
 
 
 class LoaderProcess:
-    """One `engine.ir.load_worker` process, started on first use, reused, replaced when it dies."""
+    """One `engine.ir.load_worker` process (an engine.run.child.Child), started on first use, reused,
+    replaced when it dies."""
 
     def __init__(self, memory_limit: int = MEMORY_LIMIT) -> None:
         self.memory_limit = memory_limit
-        self.proc: subprocess.Popen | None = None
-        self.log: str | None = None
+        self.child: Child | None = None
         self.owner = os.getpid()
         self.starts = 0
-        self._buf = b""
         self._lock = threading.Lock()
 
     # ------------------------------------------------------------------------------------------
@@ -71,14 +66,11 @@ class LoaderProcess:
         timeout_s = timeout_s if timeout_s is not None else TIMEOUT_S + len(payload) / 5e6
         with self._lock:
             t0 = time.monotonic()
-            self._ensure_started(name)
-            with open(self.log, "r+b") as f:  # keep only this request's diagnostics
-                f.truncate()
+            child = self._ensure_started(name)
+            child.clear_log()  # keep only this request's diagnostics
             try:
-                self.proc.stdin.write(json.dumps({**header, "nbytes": len(payload)}).encode() + b"\n")
-                self.proc.stdin.write(payload)
-                self.proc.stdin.flush()
-            except (BrokenPipeError, OSError):
+                child.send(json.dumps({**header, "nbytes": len(payload)}).encode() + b"\n", payload)
+            except ChildDied:
                 raise LoadError(self._death(name)) from None
             line = self._read_line(t0 + timeout_s, name, on_wait, t0)
         return json.loads(line)
@@ -88,100 +80,56 @@ class LoaderProcess:
             self._kill()
 
     # ------------------------------------------------------------------------------------------
-    def _ensure_started(self, name: str) -> None:
+    def _ensure_started(self, name: str) -> Child:
         if self.owner != os.getpid():  # a forked child: the process belongs to the parent
-            self.proc, self.log, self.owner = None, None, os.getpid()
-        if self.proc is not None and self.proc.poll() is None:
-            return
+            self.child, self.owner = None, os.getpid()
+        if self.child is not None and self.child.alive():
+            return self.child
         self._kill()
-        fd, self.log = tempfile.mkstemp(prefix="mlir-rl-loader-", suffix=".log")
-        os.close(fd)
         env = dict(os.environ, MLIR_RL_LOADER_MEMORY=str(self.memory_limit or 0))
-        with open(self.log, "ab") as err:  # O_APPEND: truncating between requests keeps it small
-            self.proc = subprocess.Popen([sys.executable, "-c", BOOT, _ENGINE], stdin=subprocess.PIPE,
-                                         stdout=subprocess.PIPE, stderr=err, env=env, start_new_session=True)
+        self.child = Child([sys.executable, "-c", BOOT, _ENGINE], env, "mlir-rl-loader-")
         self.starts += 1
-        self._buf = b""
         ready = json.loads(self._read_line(time.monotonic() + START_TIMEOUT_S, name, None, 0.0))
         if ready.get("event") != "ready":
             self._kill()
             raise LoadError(f"{name}: the MLIR loader process did not start")
+        return self.child
 
     def _read_line(self, deadline: float, name: str, on_wait: Waiting | None, t0: float) -> bytes:
-        assert self.proc is not None and self.proc.stdout is not None
-        fd = self.proc.stdout.fileno()
-        # chunks in a list, each searched once for the end of the line: an answer of a 90 MB model (a
-        # ResNet-18's weights) arrives in thousands of pipe reads, and re-scanning a growing buffer per read
-        # took minutes
-        chunks, found = [self._buf], b"\n" in self._buf
-        with selectors.DefaultSelector() as sel:
-            sel.register(fd, selectors.EVENT_READ)
-            while not found:
-                now = time.monotonic()
-                if now >= deadline:
-                    self._kill()
-                    raise LoadError(f"{name}: no answer from MLIR's parser within {deadline - t0:.0f} s; it was "
-                                    "stopped (the file is too large or pathological)")
-                if on_wait is not None:
-                    on_wait(now - t0)
-                if sel.select(timeout=min(0.1, deadline - now)):
-                    chunk = os.read(fd, 1 << 20)
-                    if not chunk:
-                        self._buf = b"".join(chunks)
-                        raise LoadError(self._death(name))
-                    chunks.append(chunk)
-                    found = b"\n" in chunk
-        line, self._buf = b"".join(chunks).split(b"\n", 1)
-        return line
+        assert self.child is not None
+        try:
+            return self.child.read_line(deadline, on_wait=(lambda now: on_wait(now - t0)) if on_wait else None)
+        except ChildTimeout:
+            self._kill()
+            raise LoadError(f"{name}: no answer from MLIR's parser within {deadline - t0:.0f} s; it was "
+                            "stopped (the file is too large or pathological)") from None
+        except ChildDied:
+            raise LoadError(self._death(name)) from None
 
     def _death(self, name: str) -> str:
         """One line: how the process died, and what in the input typically does that."""
-        assert self.proc is not None
-        try:
-            rc = self.proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            rc = None
-        tail = _log_tail(self.log)
+        assert self.child is not None
+        rc = self.child.returncode()
+        tail = _log_tail(self.child.log)
         self._kill()
         if "bad_alloc" in tail or "MemoryError" in tail or "out of memory" in tail.lower():
             return f"{name}: MLIR's parser ran out of memory (limit {self.memory_limit / 2**30:.0f} GiB)"
-        if rc is not None and rc < 0:
-            try:
-                sig = signal.Signals(-rc).name
-            except ValueError:
-                sig = f"signal {-rc}"
+        sig = signal_name(rc)
+        if sig:
             why = {"SIGABRT": "the file is probably cut off or malformed",
                    "SIGSEGV": "typically input nested too deeply, or malformed"}.get(sig, "malformed input")
             return f"{name}: MLIR's parser crashed ({sig}{': ' + tail if tail else ''}); {why}"
         return f"{name}: the MLIR loader process exited (status {rc}){': ' + tail if tail else ''}"
 
     def _kill(self) -> None:
-        if self.proc is not None:
-            kill_group(self.proc)
-            self.proc.wait()
-            for f in (self.proc.stdin, self.proc.stdout):
-                try:
-                    f.close()
-                except OSError:
-                    pass
-            self.proc = None
-        if self.log:
-            try:
-                os.unlink(self.log)
-            except OSError:
-                pass
-            self.log = None
+        if self.child is not None:
+            self.child.close()
+            self.child = None
 
 
 def _log_tail(path: str | None) -> str:
     """The most telling line the process left on stderr: an assertion's message, or the last line."""
-    if not path:
-        return ""
-    try:
-        with open(path, "rb") as f:
-            lines = [ln.strip() for ln in f.read()[-8192:].decode(errors="replace").splitlines() if ln.strip()]
-    except OSError:
-        return ""
+    lines = log_lines(path, 8192)
     for ln in reversed(lines):
         if "Assertion" in ln:
             quoted = ln.split('&& "')

@@ -8,39 +8,16 @@ from __future__ import annotations
 
 import json
 import os
-import selectors
-import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable
 from queue import Empty, Queue
 
+from mlir_rl_tui.engine.run.child import Cancelled, Child, ChildDied, ChildTimeout, exit_words, log_lines
+
 Progress = Callable[[str, int, int], None]
-
-
-
-def kill_group(proc: subprocess.Popen) -> None:
-    """Kill a worker started in its own session, with everything it started (its process group), and reap it."""
-    if proc.poll() is None:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            proc.kill()
-        proc.wait()
-
-class WorkerDied(Exception):
-    """The worker ended without answering (signal, abort, out of memory)."""
-
-
-class WorkerTimeout(Exception):
-    """The worker did not answer in time and was killed."""
-
-
-class Cancelled(Exception):
-    """The caller cancelled the request; the worker was killed."""
 
 
 class Worker:
@@ -48,7 +25,6 @@ class Worker:
 
     def __init__(self, memory_limit: int, nice: int = 0) -> None:
         self.memory_limit = memory_limit
-        self.log = tempfile.NamedTemporaryFile(prefix="mlir-rl-worker-", suffix=".log", delete=False)
         env = dict(os.environ)
         env.setdefault("OPENBLAS_NUM_THREADS", "1")
         env.setdefault("KMP_WARNINGS", "0")
@@ -71,71 +47,39 @@ class Worker:
         env["MLIR_RL_WORKER_MEMORY"] = str(memory_limit or 0)
         env["MLIR_RL_WORKER_NICE"] = str(nice)
         env["MLIR_RL_WORKER_PARENT"] = str(os.getpid())  # the worker ends when this process is gone
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "mlir_rl_tui.engine.run.worker"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=self.log, env=env, start_new_session=True)
-        self.buf = b""
-        self.sel = selectors.DefaultSelector()
-        self.sel.register(self.proc.stdout, selectors.EVENT_READ)
-        ready = self._read(time.monotonic() + 60, None)
+        self.child = Child([sys.executable, "-m", "mlir_rl_tui.engine.run.worker"], env, "mlir-rl-worker-")
+        self.proc = self.child.proc
+        try:
+            ready = self._read(time.monotonic() + 60, None)
+        except ChildDied:
+            raise ChildDied(f"the worker did not start: {self.death_reason()}") from None
         if ready.get("event") != "ready":
-            raise WorkerDied("worker did not start")
+            raise ChildDied("the worker did not start")
 
     def alive(self) -> bool:
-        return self.proc.poll() is None
+        return self.child.alive()
 
     def _read(self, deadline: float, cancel: threading.Event | None) -> dict:
-        while True:
-            if b"\n" in self.buf:
-                line, self.buf = self.buf.split(b"\n", 1)
-                if line.strip():
-                    return json.loads(line)
-                continue
-            now = time.monotonic()
-            if cancel is not None and cancel.is_set():
-                self.kill()
-                raise Cancelled()
-            if now >= deadline:
-                self.kill()
-                raise WorkerTimeout()
-            events = self.sel.select(timeout=min(0.05, deadline - now))
-            if events:
-                chunk = os.read(self.proc.stdout.fileno(), 1 << 16)
-                if not chunk:
-                    self.proc.wait()
-                    raise WorkerDied(self.death_reason())
-                self.buf += chunk
+        try:
+            return json.loads(self.child.read_line(deadline, cancel))
+        except ChildDied:
+            self.proc.wait()
+            raise ChildDied(self.death_reason()) from None
 
     def death_reason(self) -> str:
-        rc = self.proc.returncode
-        tail = ""
-        try:
-            with open(self.log.name, errors="replace") as f:
-                lines = [ln.strip() for ln in f.read().splitlines() if ln.strip()]
-            for ln in reversed(lines):
-                if "Assertion" in ln or "error" in ln.lower() or "LLVM ERROR" in ln:
-                    tail = ln
-                    break
-        except OSError:
-            pass
-        if rc is not None and rc < 0:
-            try:
-                what = f"killed by {signal.Signals(-rc).name}"
-            except ValueError:
-                what = f"killed by signal {-rc}"
-        else:
-            what = f"exited with status {rc}"
-        return f"worker {what}" + (f": {tail[:300]}" if tail else "")
+        """How the worker died, with the most telling line of its stderr."""
+        tail = next((ln for ln in reversed(log_lines(self.child.log))
+                     if "Assertion" in ln or "error" in ln.lower() or "LLVM ERROR" in ln), "")
+        return f"worker {exit_words(self.proc.returncode)}" + (f": {tail[:300]}" if tail else "")
 
     def request(self, req: dict, on_progress: Progress | None, compile_timeout: float,
                 run_timeout: float, cancel: threading.Event | None) -> dict:
         """Send one request and wait for its result; progress events reset the deadline."""
         try:
-            self.proc.stdin.write((json.dumps(req) + "\n").encode())
-            self.proc.stdin.flush()
-        except (BrokenPipeError, OSError):
+            self.child.send((json.dumps(req) + "\n").encode())
+        except ChildDied:
             self.proc.wait()
-            raise WorkerDied(self.death_reason()) from None
+            raise ChildDied(self.death_reason()) from None
         deadline = time.monotonic() + compile_timeout
         while True:
             msg = self._read(deadline, cancel)
@@ -157,14 +101,10 @@ class Worker:
             self.kill()
 
     def kill(self) -> None:
-        kill_group(self.proc)
+        self.child.kill()
 
     def close(self) -> None:
-        self.kill()
-        try:
-            os.unlink(self.log.name)
-        except OSError:
-            pass
+        self.child.close()
 
 
 class WorkerPool:
@@ -203,7 +143,7 @@ class WorkerPool:
         w = self._take()
         try:
             res = w.request(req, on_progress, compile_timeout, run_timeout, cancel)
-        except (WorkerDied, WorkerTimeout, Cancelled):
+        except (ChildDied, ChildTimeout, Cancelled):
             w.close()
             self.restarts += 1
             self.idle.put(None)
