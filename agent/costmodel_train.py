@@ -254,3 +254,47 @@ def calibrate(model: CostModel, samples: list[Sample], op_types: list[str], leve
         covered += float(np.sum(scores[half != a] <= q))
     return {"level": level, "q": conformal_q(scores, level), "floor": floor, "coverage": covered / len(samples),
             "samples": len(samples), "programs": len(progs), "op_types": sorted(op_types)}
+
+
+# -- programs held out: what `mlir-rl-tui costmodel train|eval|calibrate` trains on, checks and calibrates on --
+def trained_op_types(programs: Programs) -> list[str]:
+    """The op kinds of the programs trained on (those not held out): the calibrated interval is for programs
+    of these kinds only."""
+    return sorted({op.op_type for sha, p in programs.by_sha.items() if sha not in programs.held_out for op in p.ops})
+
+
+def held_out_samples(programs: Programs, samples: list[Sample]) -> list[Sample]:
+    """The samples of the held-out programs (never trained on)."""
+    return [s for s in samples if s.program in programs.held_out]
+
+
+def train_held_out(programs: Programs, samples: list[Sample], cfg: TrainConfig | None = None, level: float = 0.9,
+                   on_progress: Callable[[int, int, float], None] | None = None
+                   ) -> tuple[CostModel, list[Sample], list[Sample]]:
+    """Train on the samples of the programs not held out (`train`); the model's info names the programs on
+    each side, and its interval is calibrated on the held-out ones when there are two or more (`calibrate`,
+    at `level`). Returns the model, the samples trained on and the held-out samples."""
+    fit = [s for s in samples if s.program not in programs.held_out]
+    held = held_out_samples(programs, samples)
+    model = train(fit, cfg, on_progress=on_progress)
+    model.info.update(trained_on=sorted(programs.names[s] for s in {x.program for x in fit}),
+                      held_out=sorted(programs.names[s] for s in {x.program for x in held}))
+    if len({s.program for s in held}) >= 2:
+        model.info["interval"] = calibrate(model, held, trained_op_types(programs), level)
+    return model, fit, held
+
+
+def fit_report(model: CostModel, fit: list[Sample], held: list[Sample], names: dict[str, str]) -> dict:
+    """The model's accuracy (`evaluate`) on the samples it was trained on ("train", without the per-program
+    figures) and on the held-out ones ("held_out", when there are some)."""
+    report = {"train": {k: v for k, v in evaluate(model, fit, names).items() if k != "per_program"}}
+    if held:
+        report["held_out"] = evaluate(model, held, names)
+    return report
+
+
+def recalibrate(model: CostModel, programs: Programs, held: list[Sample], level: float = 0.9) -> dict:
+    """Calibrate `model`'s interval again on the held-out samples (`calibrate`): the interval record, also
+    set as model.info["interval"]. An EngineError (one line) with fewer than 2 held-out programs."""
+    model.info["interval"] = calibrate(model, held, trained_op_types(programs), level)
+    return model.info["interval"]

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 #: engine (engine.corpus.samples, engine.schedule.notation) is imported without numpy and the worker machinery.
 _EXPORTS = {
     "DEFAULT_LIMITS": "config", "DEFAULT_MEASURE": "config", "Limits": "config", "MeasureConfig": "config",
-    "Engine": "engine", "Measurement": "engine",
+    "Engine": "engine", "Measurement": "measure.measurement",
     "EngineError": "errors", "LoadError": "errors", "ScheduleError": "errors",
     "LinalgOp": "ir.program", "Program": "ir.program", "load": "ir.program", "load_file": "ir.program",
     "Action": "schedule.notation", "Schedule": "schedule.notation", "parse": "schedule.notation",
@@ -24,9 +24,10 @@ __all__ = [
 
 if TYPE_CHECKING:
     from mlir_rl_tui.engine.config import DEFAULT_LIMITS, DEFAULT_MEASURE, Limits, MeasureConfig
-    from mlir_rl_tui.engine.engine import Engine, Measurement
+    from mlir_rl_tui.engine.engine import Engine
     from mlir_rl_tui.engine.errors import EngineError, LoadError, ScheduleError
     from mlir_rl_tui.engine.ir.program import LinalgOp, Program, load, load_file
+    from mlir_rl_tui.engine.measure.measurement import Measurement
     from mlir_rl_tui.engine.schedule.notation import Action, Schedule, parse, to_text
     from mlir_rl_tui.engine.session import Session
 

@@ -13,6 +13,9 @@ The result is the buffer the kernel allocated, handed to numpy without a copy an
 one foreign call of two pointers: the library's C entry point builds the memref descriptors. A parallel
 kernel runs its OpenMP regions on GNU OpenMP (engine/run/kmpc_gomp.c), the runtime PyTorch's CPU build uses: in a
 PyTorch process on PyTorch's own threads; `OMP_NUM_THREADS` or `torch.set_num_threads` chooses their number.
+
+`build_checked` is how `build` and `tune` write a library: built, then run here (`verify`, in a separate
+process) and compared with its reference before it takes the output's place.
 """
 
 from __future__ import annotations
@@ -263,6 +266,41 @@ def verify(path: str, reference: str, against: str = "PyTorch's result") -> str 
     out = kernel(*random_inputs(specs, seed))
     ok, why = compare(out, ref, DEFAULT_MEASURE.rtol, DEFAULT_MEASURE.atol_scale)
     return None if ok else f"against {against}: {why}"
+
+
+def build_checked(eng, prog, schedule, out: str, program_path: str, extra: dict | None = None) -> tuple[dict, str]:
+    """Build `schedule` of `prog` into the library `out` (engine.run.native.build_library), run it before it takes
+    `out`'s place in a separate process (a crash cannot take this one down) and compare its result with
+    PyTorch's saved at import (PROGRAM.torch.npz) or, without one, the untransformed program's, run by the
+    engine on the same seeded inputs. A library that disagrees is not written (one-line EngineError naming
+    the reference) and `out` is left as it was. Returns the description and what it was checked against
+    ("PyTorch" or "engine")."""
+    import tempfile
+
+    from mlir_rl_tui.engine.errors import EngineError
+    from mlir_rl_tui.engine.run.child import run_module
+    from mlir_rl_tui.engine.run.native import build_library
+
+    torch_ref = program_path + ".torch.npz"
+    checked = "PyTorch" if os.path.exists(torch_ref) else "engine"
+    against = "PyTorch's result" if checked == "PyTorch" else "the untransformed program's result"
+    with tempfile.TemporaryDirectory(prefix="mlir-rl-check-") as tmp:
+        ref = torch_ref
+        if checked == "engine":
+            ref = os.path.join(tmp, "reference.npz")
+            try:
+                eng.reference(prog, ref)
+            except EngineError as e:
+                raise EngineError(f"cannot check the library: {e}") from None
+
+        def check(lib: str) -> str | None:
+            ran = run_module("mlir_rl_tui.runtime", ["verify", lib, ref, against], 600)
+            if ran.returncode is None:
+                return "the library did not finish a run in 10 minutes"
+            return f"the library failed its check: {ran.problem}" if ran.problem else None
+
+        desc = build_library(eng, prog, schedule, out, extra=extra, check=check)
+    return desc, checked
 
 
 if __name__ == "__main__":  # python -m mlir_rl_tui.runtime verify LIB REF [AGAINST]: run in a separate process

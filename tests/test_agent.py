@@ -136,7 +136,7 @@ def test_behaviour_cloning_reproduces_the_trace(tmp_path, matmul):
 def test_imitation_targets_keep_the_baseline_and_end_missing_ops_with_nt(matmul):
     from mlir_rl_tui.agent.expert import imitation_target, legal_schedule
     from mlir_rl_tui.engine import Schedule, parse
-    from mlir_rl_tui.engine.engine import Measurement
+    from mlir_rl_tui.engine.measure.measurement import Measurement
 
     # an op without actions (or with actions no longer legal) ends with NT
     assert str(legal_schedule(matmul, {})) == "op0: NT; op1: NT"

@@ -78,7 +78,7 @@ def test_a_megabyte_schedule_is_refused_in_one_short_line():
 def test_an_import_refused_half_way_stores_none_of_its_rows(tmp_path):
     """A measurement file whose first row is good and whose second is a gzip bomb: one transaction, so the
     refusal leaves the cache as it was (no first row either)."""
-    from mlir_rl_tui.engine.engine import Measurement
+    from mlir_rl_tui.engine.measure.measurement import Measurement
     from mlir_rl_tui.engine.store.cache import ENGINE_VERSION, Cache
     from mlir_rl_tui.engine.store.jsonl import MEASUREMENTS as MEASUREMENTS_FORMAT
     from mlir_rl_tui.engine.store.measurement_file import import_measurements

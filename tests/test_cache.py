@@ -15,7 +15,8 @@ import time
 import pytest
 from conftest import SAMPLES
 
-from mlir_rl_tui.engine.engine import Measurement, peaks_from_record
+from mlir_rl_tui.engine.measure.measurement import Measurement
+from mlir_rl_tui.engine.measure.roofline import peaks_from_record
 from mlir_rl_tui.engine.store.cache import CACHE_FILE, LOCK_RETRIES, LOCK_WAIT_S, SCHEMA, Cache, canonical, checksum
 
 SCHED = "op0: T(8,32,1) V"

@@ -113,8 +113,8 @@ def test_import_as_this_machine_refuses_another_kind_of_machine(engine, tmp_path
     from mlir_rl_tui.commands import main
     from mlir_rl_tui.engine import Schedule
     from mlir_rl_tui.engine.corpus.samples import find
-    from mlir_rl_tui.engine.engine import machine_key
     from mlir_rl_tui.engine.store.cache import ENGINE_VERSION, Cache
+    from mlir_rl_tui.engine.store.keys import machine_key
 
     relu = load_file(find("relu"))
     m = engine.measure(relu, Schedule({}), use_cache=False)
@@ -164,8 +164,9 @@ def test_measurements_travel_to_another_cache_and_back(engine, add, tmp_path, mo
 
     from mlir_rl_tui.commands import main
     from mlir_rl_tui.engine import parse
-    from mlir_rl_tui.engine.engine import Measurement, machine_key
+    from mlir_rl_tui.engine.measure.measurement import Measurement
     from mlir_rl_tui.engine.store.cache import Cache
+    from mlir_rl_tui.engine.store.keys import machine_key
 
     m = engine.measure(add, parse("op0: T(1,64) V"))
     assert m.ok and engine.machine == machine_key()
@@ -229,7 +230,8 @@ def test_a_forged_imported_row_is_not_served_before_this_engine_validates_it(eng
     forged tiny time for a schedule that does not even compile is measured here instead; a forged tiny time
     for a schedule that validates is served as the file's figure, marked cached, and the validation is kept."""
     from mlir_rl_tui.engine import parse
-    from mlir_rl_tui.engine.engine import Engine, Measurement
+    from mlir_rl_tui.engine.engine import Engine
+    from mlir_rl_tui.engine.measure.measurement import Measurement
     from mlir_rl_tui.engine.store.cache import Cache
 
     cache = Cache(str(tmp_path / "measurements.sqlite"))

@@ -43,12 +43,10 @@ def test_summary_counts_losses_and_keeps_the_policys_own_gmean_apart():
 
 
 def test_evaluate_table_marks_and_counts_them(capsys):
-    import argparse
-
-    from mlir_rl_tui.commands.evaluate import _table
+    from mlir_rl_tui.cli.evaluate_report import table
 
     rows = [_row("good", "op0: V", 4.0), _row("slow", "op0: I(1,0)", 0.25), _row("broken", "op0: V", None, "crash")]
-    _table(rows, summarize(rows), argparse.Namespace(budget=[50], rounds=3, no_search=False))
+    table(rows, summarize(rows), [50], 3)
     lines = capsys.readouterr().out.splitlines()
     assert "0.25x<" in lines[2] and "crash<" in lines[3] and "4.00x " in lines[1]
     assert lines[4].split()[2:4] == ["1.00x", "1.59x"]  # own (the failure left out) vs with the fallback

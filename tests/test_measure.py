@@ -10,7 +10,7 @@ from conftest import SAMPLE_FILES, TORCH_FILES
 
 from mlir_rl_tui.commands.apply import describe
 from mlir_rl_tui.engine import Engine, load_file, parse
-from mlir_rl_tui.engine.engine import peaks_from_record
+from mlir_rl_tui.engine.measure.roofline import peaks_from_record
 from mlir_rl_tui.engine.schedule.notation import Schedule
 from mlir_rl_tui.engine.store.cache import Cache
 
@@ -43,7 +43,8 @@ def test_crash_is_contained_and_next_measurement_works(engine, matmul):
 def test_a_crash_or_a_timeout_is_measured_again_and_a_compile_error_is_served(engine, matmul):
     """Only the schedule's own outcomes are cached: a worker killed by a signal (here stored as if an earlier
     run had seen it) or a time-out is measured again, a deterministic refusal is served."""
-    from mlir_rl_tui.engine.engine import Measurement, cache_key
+    from mlir_rl_tui.engine.measure.measurement import Measurement
+    from mlir_rl_tui.engine.store.keys import cache_key
 
     s = parse("op0: T(4,64,4) V")
     for status in ("crash", "timeout"):

@@ -160,9 +160,9 @@ def test_a_mlir_library_is_checked_against_the_untransformed_program(tmp_path, c
 def test_a_library_that_disagrees_with_its_reference_is_not_written(tmp_path, engine, matmul, monkeypatch):
     """The untransformed program's output, doubled on its way to the check (a library computing something
     else): the build fails in one line naming the reference and the file already at OUT is left as it was."""
-    from mlir_rl_tui.commands.common import build_checked
     from mlir_rl_tui.engine import parse
     from mlir_rl_tui.engine.errors import EngineError
+    from mlir_rl_tui.runtime import build_checked
 
     real = engine.reference
 

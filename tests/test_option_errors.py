@@ -74,7 +74,7 @@ def test_a_huge_finite_limit_waits_without_overflow():
     """--max-seconds 1e300 is finite: its timer waits (1e9 s at most) instead of dying in its thread."""
     import time
 
-    from mlir_rl_tui.commands.common import Deadline
+    from mlir_rl_tui.cli.options import Deadline
 
     with Deadline(1e300) as limit:
         time.sleep(0.2)

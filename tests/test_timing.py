@@ -5,8 +5,8 @@ from __future__ import annotations
 import itertools
 import math
 
-from mlir_rl_tui.engine.engine import Measurement
 from mlir_rl_tui.engine.ir.program import TensorSpec
+from mlir_rl_tui.engine.measure.measurement import Measurement
 from mlir_rl_tui.engine.measure.roofline import Peaks, measure_peaks, place, stream_sizes
 from mlir_rl_tui.engine.measure.timing import Series, TimingConfig, median_ci, time_kernel
 

@@ -296,7 +296,7 @@ class _FixedEngine:
         return self.measure(program, Schedule({}))
 
     def measure(self, program, schedule, **kw):
-        from mlir_rl_tui.engine.engine import Measurement
+        from mlir_rl_tui.engine.measure.measurement import Measurement
         from mlir_rl_tui.engine.schedule.notation import to_text
 
         text = to_text(schedule)
@@ -305,7 +305,7 @@ class _FixedEngine:
                            speedup_ci=[10.0 / t / 2.25, 10.0 / t * 2.25])
 
     def compare(self, program, candidate, incumbent, **kw):
-        from mlir_rl_tui.engine.engine import Comparison
+        from mlir_rl_tui.engine.measure.measurement import Comparison
         from mlir_rl_tui.engine.schedule.notation import to_text
 
         self.compared.append((to_text(candidate), to_text(incumbent)))

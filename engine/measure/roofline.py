@@ -23,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
 from mlir_rl_tui.engine.ir.program import Program, TensorSpec
+from mlir_rl_tui.engine.measure.measurement import positive
 
 LANES = 16  # floats per accumulator (one AVX-512 register, two AVX2 registers)
 ACCUMULATORS = 24
@@ -299,4 +300,17 @@ def measure_peaks(run: Runner, cores: int, need: tuple[bool, int] | None = None,
             levels[i] = (3 * n * 4, reps * 3 * n * 4 / ms / 1e6)
     if cores == 1:  # one core: the parallel figures are the serial ones
         p.fma_gflops_all, p.bandwidth_all = p.fma_gflops_1, list(p.bandwidth_1)
+    return p
+
+
+def peaks_from_record(rec: dict) -> Peaks:
+    """The cached roofline back as Peaks; ValueError/KeyError/TypeError when it is not a usable one (a
+    figure is positive, or 0 when that part is not measured yet)."""
+    p = Peaks.from_json(rec)
+    levels = p.bandwidth_1 + p.bandwidth_all
+    figures = [p.fma_gflops_1, p.fma_gflops_all, p.handoff_us, p.probe_serial_ms, p.probe_parallel_ms,
+               *(g for _, g in levels)]
+    if p.cores < 1 or not p.bandwidth_1 or not p.bandwidth_all or not all(positive(n) for n, _ in levels) \
+            or not all(x == 0 or positive(x) for x in figures) or not all(positive(x) or x == 0 for x in p.repeats):
+        raise ValueError("peaks out of range")
     return p

@@ -14,7 +14,7 @@ vectorizes the i8 form).
 
 from __future__ import annotations
 
-#: Part of the cache key of a program this rewrite changes (engine.engine.cache_key): before it, such a
+#: Part of the cache key of a program this rewrite changes (engine.store.keys.cache_key): before it, such a
 #: program's measurement was a crash, which must not be served now.
 VERSION = "booleans-2"
 

@@ -18,7 +18,7 @@ its denormals); NaN stays NaN.
 from __future__ import annotations
 
 APPROXIMATED = ("math.erf", "math.exp", "math.tanh")
-#: Part of the cache key of a program these rewrites change (engine.engine.cache_key): its measurements from
+#: Part of the cache key of a program these rewrites change (engine.store.keys.cache_key): its measurements from
 #: before them are not served (the rest of the cache, and the measurement files in data/, stay valid).
 VERSION = "math-approx-1"
 #: Powers by an integer (`x.pow(2)` of an RMSNorm) are expanded into multiplications first (MLIR's

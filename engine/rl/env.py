@@ -35,9 +35,10 @@ import numpy as np
 from gymnasium import spaces
 
 from mlir_rl_tui.engine.config import DEFAULT_LIMITS, Limits
-from mlir_rl_tui.engine.engine import Engine, Measurement
+from mlir_rl_tui.engine.engine import Engine
 from mlir_rl_tui.engine.errors import EngineError, ScheduleError
 from mlir_rl_tui.engine.ir.program import Program, load_file
+from mlir_rl_tui.engine.measure.measurement import Measurement
 from mlir_rl_tui.engine.rl.actions import apply_vector, flat_mask, head_masks, nvec
 from mlir_rl_tui.engine.rl.features import feature_size
 from mlir_rl_tui.engine.rl.trace import TraceRecorder

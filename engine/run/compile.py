@@ -28,7 +28,7 @@ BUFFERIZE = ("canonicalize,cse,eliminate-empty-tensors,one-shot-bufferize{buffer
 #: bufferizing, so the caller's input is never written and no `bufferization.clone` is left for LLVM (the
 #: untransformed program failed to compile: "LLVM Translation failed for operation:
 #: builtin.unrealized_conversion_cast"). Programs that do so are compiled differently since; the cache
-#: key says so (engine.engine.cache_key).
+#: key says so (engine.store.keys.cache_key).
 ARGS_READ_ONLY_VERSION = "args-read-only-1"
 _OUTS = re.compile(r"outs\(\s*(%[\w.$-]+)")
 _FUNC_ARG = re.compile(r"(%[\w.$-]+)\s*:\s*tensor<")

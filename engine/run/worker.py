@@ -501,8 +501,15 @@ def handle(req: dict, out, baselines: _Baselines, watchdog: Watchdog | None = No
     with _flock(req.get("cpu_lock"), fcntl.LOCK_SH) as held:
         prepared = prepare()
         to_time = not isinstance(prepared, dict) and req.get("mode") != "validate"
+        made = time.monotonic()
         probe = _handoff_kernel(req) if to_time and req["parallel"] else None
         state = _state_probe(req) if to_time else None
+        # "probes": compiling the probes (once per worker: a fresh one's after a runaway's time-out), not the
+        # candidate's time either (a runaway's cap moves by it, as by the "wait")
+        if to_time:
+            stages.t["probes"] = time.monotonic() - made
+            if "cap" in runaway:
+                runaway["cap"] += stages.t["probes"]
     if isinstance(prepared, dict):
         return prepared
     if req.get("mode") == "validate":  # run once and checked (prepare): no timing
@@ -534,7 +541,10 @@ def handle(req: dict, out, baselines: _Baselines, watchdog: Watchdog | None = No
                 _spinning(probe or compiled, req["parallel"] or bool(req.get("versus_parallel"))):
             # "wait": for the locks another engine's timing holds (part of "timing", not of the candidate's
             # runs: a runaway's cap moves by it)
-            stages.t["wait"] = stages.t.get("wait", 0.0) + time.monotonic() - asked
+            waited_s = time.monotonic() - asked
+            stages.t["wait"] = stages.t.get("wait", 0.0) + waited_s
+            if "cap" in runaway:  # the watchdog's and the timing's
+                runaway["cap"] += waited_s
             if waited.is_set():
                 phase("run", 0, 0)  # the time-out of a run again
             seen = Watch.start()
@@ -544,7 +554,7 @@ def handle(req: dict, out, baselines: _Baselines, watchdog: Watchdog | None = No
                                 limit_ms=limit * 1e3 if limit else None,
                                 on_round=lambda i, n: phase("run", i, n), place=_placer(compiled, base),
                                 deadline=req.get("deadline"), probe=state, steady_ms=steady_ms,
-                                cap=runaway["cap"] + stages.t["wait"] if "cap" in runaway else None)
+                                cap=runaway.get("cap"))
             handoff += _handoff_us(probe)
             foreign = seen.foreign_cores()
         busy = req.get("check_contention", True) and contended(foreign, req["parallel"], _CORES)

@@ -11,9 +11,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from itertools import permutations
 
-from mlir_rl_tui.engine.engine import Engine, Measurement
+from mlir_rl_tui.engine.engine import Engine
 from mlir_rl_tui.engine.errors import EngineError, ScheduleError
 from mlir_rl_tui.engine.ir.program import Program
+from mlir_rl_tui.engine.measure.measurement import Measurement
 from mlir_rl_tui.engine.schedule.notation import TILED, Action, Schedule, to_text
 from mlir_rl_tui.engine.schedule.state import OpState
 from mlir_rl_tui.engine.session import Session

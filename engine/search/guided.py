@@ -16,9 +16,9 @@ from typing import Protocol
 
 import numpy as np
 
-from mlir_rl_tui.engine.engine import Measurement
 from mlir_rl_tui.engine.errors import EngineError
 from mlir_rl_tui.engine.ir.program import Program
+from mlir_rl_tui.engine.measure.measurement import Measurement
 from mlir_rl_tui.engine.schedule.notation import Schedule, to_text
 from mlir_rl_tui.engine.search.base import Evaluator
 from mlir_rl_tui.engine.search.hill import Recipe, kicked, kinds, neighbours, schedule_from, starts

@@ -2,7 +2,7 @@
 ties a written library to its description).
 
 A reader (or the user, after a kill or a full disk) sees the old file or the new one, never a cut one.
-`mlir-rl-tui`'s commands (`commands.common.replacing`), the app's export, `import` and the library build
+`mlir-rl-tui`'s commands (`mlir_rl_tui.cli.paths.replacing`), the app's export, `import` and the library build
 all write through here."""
 
 from __future__ import annotations

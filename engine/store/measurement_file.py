@@ -44,7 +44,7 @@ def read_measurements(path: str, version_must_match: bool = False
     import gzip
     import zlib
 
-    from mlir_rl_tui.engine.engine import Measurement
+    from mlir_rl_tui.engine.measure.measurement import Measurement
     from mlir_rl_tui.engine.schedule.notation import parse
     from mlir_rl_tui.engine.store.cache import ENGINE_VERSION
 
@@ -126,7 +126,7 @@ def same_kind(engine, path: str) -> tuple[float | None, list[tuple[str, float]]]
     """Is the machine a measurement file was made on this kind? The shipped samples whose untransformed
     program the file has timed (under SAME_KIND_MAX_MS) are timed again here, fresh: (the median ratio of
     this machine's time to the file's, or None when the file has no such sample; each sample's name and
-    ratio). The caller compares the ratio with SAME_KIND_TOLERANCE."""
+    ratio). check_same_kind compares the ratio with SAME_KIND_TOLERANCE."""
     import statistics
 
     from mlir_rl_tui.engine.corpus.samples import find, names
@@ -149,3 +149,26 @@ def same_kind(engine, path: str) -> tuple[float | None, list[tuple[str, float]]]
         if m.ok and m.time_ms:
             ratios.append((name, m.time_ms / t))
     return (statistics.median(r for _, r in ratios) if ratios else None), ratios
+
+
+def check_same_kind(engine, path: str) -> tuple[float, list[tuple[str, float]]]:
+    """`dataset import --as-this-machine`: the file's timings of the samples' untransformed code against this
+    machine's (same_kind): (the median ratio, each sample's) when the file's machine is this kind, else a one-line
+    EngineError (nothing is to be imported) when the file times no such sample, or the ratio is beyond
+    SAME_KIND_TOLERANCE."""
+    ratio, each = same_kind(engine, path)
+    if ratio is None:
+        raise EngineError(f"{path}: not imported as this machine's: no shipped sample's untransformed code is timed "
+                          "in it, so whether this machine is its kind cannot be checked (import it without "
+                          "--as-this-machine to keep its rows under their own machine)")
+    if not 1 / SAME_KIND_TOLERANCE <= ratio <= SAME_KIND_TOLERANCE:
+        raise EngineError(f"{path}: not imported: this machine times the samples' untransformed code {ratio:.2f}x "
+                          f"the file's ({same_kind_detail(each)}), beyond {SAME_KIND_TOLERANCE}x: another kind of "
+                          "machine whose timings cannot stand for this one's (import without --as-this-machine keeps "
+                          "them apart)")
+    return ratio, each
+
+
+def same_kind_detail(each: list[tuple[str, float]]) -> str:
+    """Each sample's ratio of check_same_kind in words: `add 1.02x, relu 0.98x`."""
+    return ", ".join(f"{name} {r:.2f}x" for name, r in each)

@@ -40,10 +40,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from mlir_rl_tui.engine.engine import Engine, Measurement
+from mlir_rl_tui.engine.engine import Engine
 from mlir_rl_tui.engine.errors import EngineError, ScheduleError
 from mlir_rl_tui.engine.ir.extract import extract
 from mlir_rl_tui.engine.ir.program import COMPILE_S_PER_OP, Program
+from mlir_rl_tui.engine.measure.measurement import Measurement
 from mlir_rl_tui.engine.schedule.notation import Schedule, to_text
 from mlir_rl_tui.engine.schedule.state import check_schedule
 from mlir_rl_tui.engine.search.base import BudgetExhausted, Evaluator

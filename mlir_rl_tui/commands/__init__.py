@@ -18,14 +18,13 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
-import re
 import sys
 import textwrap
-from collections.abc import Sequence
 from types import ModuleType
-from typing import NamedTuple, NoReturn
+from typing import NamedTuple
 
-from mlir_rl_tui.commands.common import fail, user_error
+from mlir_rl_tui.cli.output import fail, user_error
+from mlir_rl_tui.cli.parser import Paragraphs, Parser, Version
 
 
 class Command(NamedTuple):
@@ -72,25 +71,6 @@ def load(cmd: Command) -> ModuleType:
     return importlib.import_module(f"{__name__}.{cmd.module}")
 
 
-class _Paragraphs(argparse.HelpFormatter):
-    """Help text keeps its paragraphs (blank lines) and list items ("- ", "1. "), each filled to the width,
-    and its indented blocks (examples) as they are."""
-
-    def _fill_text(self, text: str, width: int, indent: str) -> str:
-        out = []
-        for para in textwrap.dedent(text).strip().split("\n\n"):
-            if para.startswith("    "):
-                out += [indent + line for line in para.splitlines()] + [""]
-                continue
-            for item in re.split(r"\n(?=\s*(?:- |\d+\. ))", para):
-                item = " ".join(item.split())
-                m = re.match(r"- |\d+\. ", item)
-                hang = indent + " " * (len(m.group()) if m else 0)
-                out.append(textwrap.fill(item, width, initial_indent=indent, subsequent_indent=hang))
-            out.append("")
-        return "\n".join(out[:-1])
-
-
 def _description(cmd: Command, mod: ModuleType | None) -> str:
     extra = getattr(mod, "DESCRIPTION", "")
     return cmd.help[0].upper() + cmd.help[1:] + "." + ("\n\n" + textwrap.dedent(extra).strip() if extra else "")
@@ -105,51 +85,21 @@ def _define(p: argparse.ArgumentParser, cmd: Command) -> argparse.ArgumentParser
     return p
 
 
-class _Parser(argparse.ArgumentParser):
-    """An argument parser whose errors are one line on stderr, `PROG: error: MESSAGE (PROG --help)`, exit
-    status 2: a bad option value, an invalid choice, a missing argument. Subparsers (`add_subparsers`, also
-    the commands' own, as in `dataset export`) are of this class too. Arguments a parser does not know are
-    its own error, named with its own PROG, not its parent's."""
-
-    def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: error: {' '.join(message.split())} ({self.prog} --help)\n")
-
-    def parse_known_args(self, args: Sequence[str] | None = None,
-                         namespace: argparse.Namespace | None = None) -> tuple[argparse.Namespace, list[str]]:
-        namespace, extra = super().parse_known_args(args, namespace)
-        if extra:
-            self.error(f"unrecognized arguments: {' '.join(extra)}")
-        return namespace, extra
-
-
-class _Version(argparse.Action):
-    """`--version`: the installed version, looked up only when asked (importlib.metadata)."""
-
-    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help=None):
-        super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
-
-    def __call__(self, parser, namespace, values, option_string=None):
-        from mlir_rl_tui import version
-
-        print(f"mlir-rl-tui {version()}")
-        parser.exit()
-
-
 def app_parser() -> argparse.ArgumentParser:
-    return _define(_Parser(prog="mlir-rl-tui", formatter_class=_Paragraphs), APP)
+    return _define(Parser(prog="mlir-rl-tui", formatter_class=Paragraphs), APP)
 
 
 def build_parser(name: str | None = None) -> argparse.ArgumentParser:
     """The whole command line; only the command `name` gets its arguments (its module is imported)."""
     usage = app_parser().format_usage().removeprefix("usage: ").strip()
-    parser = _Parser(
+    parser = Parser(
         prog="mlir-rl-tui", usage=f"{usage}\n       mlir-rl-tui COMMAND [-h] ...", description=DESCRIPTION,
-        epilog=EPILOG, formatter_class=_Paragraphs)
-    parser.add_argument("--version", action=_Version, help="print the version and exit")
+        epilog=EPILOG, formatter_class=Paragraphs)
+    parser.add_argument("--version", action=Version, help="print the version and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands")
     for n, cmd in COMMANDS.items():
         p = sub.add_parser(n, prog=f"mlir-rl-tui {n}", help=cmd.help, description=_description(cmd, None),
-                           formatter_class=_Paragraphs)
+                           formatter_class=Paragraphs)
         if n == name:
             _define(p, cmd)
     return parser

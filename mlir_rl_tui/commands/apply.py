@@ -4,24 +4,10 @@ from __future__ import annotations
 
 import argparse
 
-from mlir_rl_tui.commands.common import (
-    CliError,
-    Deadline,
-    add_entry,
-    add_json,
-    add_max_seconds,
-    add_program,
-    add_runs,
-    check_measurable,
-    emit,
-    fail,
-    load_program,
-    make_engine,
-    note,
-    output_file,
-    same_file,
-    write_text,
-)
+from mlir_rl_tui.cli.engine import check_measurable, load_program, make_engine
+from mlir_rl_tui.cli.options import Deadline, add_entry, add_json, add_max_seconds, add_program, add_runs
+from mlir_rl_tui.cli.output import CliError, emit, fail, note
+from mlir_rl_tui.cli.paths import output_file, same_file, write_text
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

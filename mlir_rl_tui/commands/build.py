@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import argparse
 
-from mlir_rl_tui.commands.common import add_program, build_checked, emit, library_file, make_engine
+from mlir_rl_tui.cli.engine import make_engine
+from mlir_rl_tui.cli.options import add_program
+from mlir_rl_tui.cli.output import emit
+from mlir_rl_tui.cli.paths import library_file
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -16,6 +19,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from mlir_rl_tui.engine import load_file, parse
+    from mlir_rl_tui.runtime import build_checked  # numpy: not for --help
 
     library_file(args.output, [args.file])
     prog = load_file(args.file)

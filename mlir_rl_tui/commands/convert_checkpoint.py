@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 import os
 
-from mlir_rl_tui.commands.common import CliError, add_json, emit, output_file, replacing
+from mlir_rl_tui.cli.options import add_json
+from mlir_rl_tui.cli.output import CliError, emit
+from mlir_rl_tui.cli.paths import output_file, replacing
 
 DESCRIPTION = """Converts a policy checkpoint or a PPO resume state (last.pt) written by an older mlir-rl-tui,
 whose limits and metadata were pickled Python objects, to the current format: tensors plus JSON, which

@@ -3,22 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import time
 
-from mlir_rl_tui.commands.common import (
-    PROGRAMS_HELP,
-    PROGRAMS_METAVAR,
-    CliError,
-    add_json,
-    checkpoint,
-    emit,
-    folder,
-    output_file,
-    positive_int,
-    replacing,
-)
+from mlir_rl_tui.cli.costmodel_report import accuracy_line, interval_line, per_program_lines
+from mlir_rl_tui.cli.options import PROGRAMS_HELP, PROGRAMS_METAVAR, add_json, checkpoint, positive_int
+from mlir_rl_tui.cli.output import CliError, emit
+from mlir_rl_tui.cli.paths import folder, output_file, replacing
 
 DESCRIPTION = """
 The cost model predicts a schedule's speedup over the untransformed program, with an error bar, without
@@ -95,106 +86,73 @@ def run(args: argparse.Namespace) -> int:
         samples = cm.read_samples(cache, programs)
     finally:
         cache.close()
-    held = [s for s in samples if s.program in programs.held_out]
     level = getattr(args, "level", None)
     if level is not None and not 0 < level < 1:
         raise CliError(f"--level {level}: a share between 0 and 1")
     if args.costmodel_command == "train":
-        return _train(args, cm, programs, samples, held)
+        return _train(args, cm, programs, samples)
+    held = cm.held_out_samples(programs, samples)
     if args.costmodel_command == "calibrate":
         return _calibrate(args, cm, programs, held)
     return _eval(args, cm, programs, samples if args.split == "all" else held)
 
 
-def _trained_op_types(programs) -> list[str]:
-    return sorted({op.op_type for sha, p in programs.by_sha.items() if sha not in programs.held_out for op in p.ops})
+def _model(path: str | None):
+    """The cost model of `--model` (default: the shipped one)."""
+    from mlir_rl_tui.agent.costmodel import load_cost_model
+
+    model = load_cost_model(path)
+    if model is None:
+        raise CliError("no shipped cost model (agent/checkpoints/costmodel.pt); train one and pass --model")
+    return model
 
 
 def _calibrate(args, cm, programs, held) -> int:
-    from mlir_rl_tui.agent.costmodel import DEFAULT_MODEL, load_cost_model
-    from mlir_rl_tui.engine.errors import EngineError
+    from mlir_rl_tui.agent.costmodel import DEFAULT_MODEL
 
-    model = load_cost_model(args.model)
-    if model is None:
-        raise CliError("no shipped cost model (agent/checkpoints/costmodel.pt); train one and pass --model")
-    try:
-        model.info["interval"] = cm.calibrate(model, held, _trained_op_types(programs), args.level)
-    except EngineError as e:
-        raise CliError(str(e)) from None
+    model = _model(args.model)
+    c = cm.recalibrate(model, programs, held, args.level)
     out = args.out or args.model or DEFAULT_MODEL
     with replacing(out) as tmp:  # one line on a write error; OUT replaced only when whole
         model.save(tmp)
-    c = model.info["interval"]
     if args.json:
         emit({"out": out, **c})
         return 0
-    print(f"{out}: {100 * c['level']:.0f}% interval = exp(log prediction -+ {c['q']:.2f} x (members' spread + "
-          f"{c['floor']:.3f})); on held-out programs it held {100 * c['coverage']:.0f}% of {c['samples']} measured "
-          f"speedups of {c['programs']} programs (each half checked against the other's calibration)")
+    print(interval_line(out, c))
     return 0
 
 
-def _train(args, cm, programs, samples, held) -> int:
+def _train(args, cm, programs, samples) -> int:
     from mlir_rl_tui.progress import ProgressLine
 
-    train = [s for s in samples if s.program not in programs.held_out]
     start = time.monotonic()
     with ProgressLine() as line:
-        model = cm.train(train, cm.TrainConfig(members=args.members, epochs=args.epochs, seed=args.seed),
-                         on_progress=lambda k, n, loss: line.update(f"costmodel: member {k + 1}/{n}, loss {loss:.3f}"))
-    model.info.update(trained_on=sorted(programs.names[s] for s in {x.program for x in train}),
-                      held_out=sorted(programs.names[s] for s in {x.program for x in held}))
-    if len({s.program for s in held}) >= 2:
-        model.info["interval"] = cm.calibrate(model, held, _trained_op_types(programs), args.level)
+        model, train, held = cm.train_held_out(
+            programs, samples, cm.TrainConfig(members=args.members, epochs=args.epochs, seed=args.seed), args.level,
+            on_progress=lambda k, n, loss: line.update(f"costmodel: member {k + 1}/{n}, loss {loss:.3f}"))
     with replacing(args.out) as tmp:  # one line on a write error; OUT replaced only when whole
         model.save(tmp)
     report = {"out": args.out, "train_samples": len(train), "train_programs": len({s.program for s in train}),
-              "seconds": round(time.monotonic() - start, 1),
-              "train": _summary(cm.evaluate(model, train, programs.names))}
-    if held:
-        report["held_out"] = cm.evaluate(model, held, programs.names)
+              "seconds": round(time.monotonic() - start, 1), **cm.fit_report(model, train, held, programs.names)}
     if args.json:
         emit(report)
         return 0
     print(f"{args.out}: trained on {len(train)} measurements of {report['train_programs']} programs, "
           f"{report['seconds']} s")
-    _print("train (fit)", report["train"])
+    print(accuracy_line("train (fit)", report["train"]))
     if held:
-        _print("held out", report["held_out"])
+        print(accuracy_line("held out", report["held_out"]))
     else:
         print("no held-out programs with measurements: pass --held-out or a data set folder with an eval split")
     return 0
 
 
 def _eval(args, cm, programs, samples) -> int:
-    from mlir_rl_tui.agent.costmodel import load_cost_model
-
-    model = load_cost_model(args.model)
-    if model is None:
-        raise CliError("no shipped cost model (agent/checkpoints/costmodel.pt); train one and pass --model")
-    report = cm.evaluate(model, samples, programs.names)
+    report = cm.evaluate(_model(args.model), samples, programs.names)
     if args.json:
         emit(report)
         return 0
-    _print("held out" if args.split == "held-out" else "all", report)
-    for name, p in report["per_program"].items():
-        print(f"    {name:<60} {p['samples']:>4} samples  spearman {_f(p['spearman'])}  "
-              f"model's pick {p['top1']:.2f} of the best")
+    print(accuracy_line("held out" if args.split == "held-out" else "all", report))
+    for line in per_program_lines(report):
+        print(line)
     return 0
-
-
-def _summary(r: dict) -> dict:
-    return {k: v for k, v in r.items() if k != "per_program"}
-
-
-def _f(x: float) -> str:
-    return "  -  " if math.isnan(x) else f"{x:+.2f}"
-
-
-def _print(what: str, r: dict) -> None:
-    print(f"{what}: {r['samples']} measurements of {r['programs']} programs: spearman {_f(r['spearman'])} "
-          f"(per program {_f(r['spearman_per_program'])}), mean error {100 * r['mean_rel_error']:.0f}% "
-          f"(median {100 * r['median_rel_error']:.0f}%, |log| {r['mean_abs_log_error']:.2f}), "
-          f"{100 * r['within_2_std']:.0f}% within 2 std, model's pick {r['top1_gmean']:.2f} of the best"
-          + (f", {100 * r['within_interval']:.0f}% inside its {100 * r['interval_level']:.0f}% interval"
-             if "within_interval" in r else ""))

@@ -5,18 +5,10 @@ from __future__ import annotations
 import argparse
 import time
 
-from mlir_rl_tui.commands.common import (
-    PROGRAMS_HELP,
-    PROGRAMS_METAVAR,
-    CliError,
-    add_runs,
-    emit,
-    folder,
-    make_engine,
-    output_file,
-    positive_int,
-    replacing,
-)
+from mlir_rl_tui.cli.engine import make_engine
+from mlir_rl_tui.cli.options import PROGRAMS_HELP, PROGRAMS_METAVAR, add_runs, positive_int
+from mlir_rl_tui.cli.output import CliError, emit
+from mlir_rl_tui.cli.paths import dataset_folder, output_file, replacing
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -68,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     if not 0 <= args.eval_fraction <= 1:
         raise CliError(f"--eval-fraction must be between 0 and 1, not {args.eval_fraction}")
-    check_out_folder(args.out, args.force)
+    dataset_folder(args.out, args.force)
     start = time.monotonic()
     eng = None if args.no_baseline else make_engine(args)
     try:
@@ -86,23 +78,6 @@ def run(args: argparse.Namespace) -> int:
           f"sequences), {len(man['train'])} train / {len(man['eval'])} eval, manifest.json, "
           f"{time.monotonic() - start:.1f} s")
     return 0
-
-
-def check_out_folder(out: str, force: bool) -> None:
-    """`generate --out`: a CliError (one line) for a file, and, unless `force`, for a folder that already
-    holds a data set or .mlir programs (a manifest.json and same-named programs would be overwritten)."""
-    import os
-
-    folder("--out", out)
-    manifest = os.path.join(out, "manifest.json")
-    if force or not os.path.isdir(out):
-        return
-    if os.path.exists(manifest):
-        raise CliError(f"--out {out}: holds a data set already ({manifest}); give another --out, or --force "
-                       "overwrites it")
-    if any(f.endswith(".mlir") for f in os.listdir(out)):
-        raise CliError(f"--out {out}: holds .mlir programs, which same-named generated ones would overwrite; "
-                       "give another --out, or --force writes into it")
 
 
 def run_measure(args: argparse.Namespace) -> int:
@@ -130,9 +105,9 @@ def run_transfer(args: argparse.Namespace) -> int:
     """`dataset export FILE --programs ...` / `dataset import FILE`: measurements carried between caches."""
     from mlir_rl_tui.engine import load_file
     from mlir_rl_tui.engine.corpus.programs import program_paths
-    from mlir_rl_tui.engine.engine import machine_key
     from mlir_rl_tui.engine.store import measurement_file as mf
     from mlir_rl_tui.engine.store.cache import Cache
+    from mlir_rl_tui.engine.store.keys import machine_key
 
     cache = Cache()
     if not cache.usable:
@@ -146,7 +121,7 @@ def run_transfer(args: argparse.Namespace) -> int:
         print(f"{args.file}: {n} measurements of {len(shas)} programs")
         return 0
     if args.as_this_machine:
-        check_same_kind(args.file)
+        _same_kind(args.file)
     new, old, bad = mf.import_measurements(cache, args.file, machine_key() if args.as_this_machine else None)
     if bad and not new and not old:  # nothing of it could be used
         raise CliError(f"{args.file}: none of its {bad} rows is a measurement this engine stores; nothing imported")
@@ -155,22 +130,14 @@ def run_transfer(args: argparse.Namespace) -> int:
     return 0
 
 
-def check_same_kind(path: str) -> None:
-    """`import --as-this-machine`: the file's timings of the samples' untransformed code against this
-    machine's (engine.store.measurement_file.same_kind); CliError, nothing imported, when they differ beyond the tolerance."""
+def _same_kind(path: str) -> None:
+    """`import --as-this-machine`: this machine is the file's kind (engine.store.measurement_file.check_same_kind),
+    said on stdout; a one-line error, nothing imported, otherwise."""
     from mlir_rl_tui.engine import Engine
     from mlir_rl_tui.engine.store import measurement_file as mf
 
     print(f"{path}: timing the samples' untransformed code to check this machine is the file's kind", flush=True)
     with Engine() as eng:  # the cache's timing lock; same_kind's timings are not stored
-        ratio, each = mf.same_kind(eng, path)
-    if ratio is None:
-        raise CliError(f"{path}: not imported as this machine's: no shipped sample's untransformed code is timed "
-                       "in it, so whether this machine is its kind cannot be checked (import it without "
-                       "--as-this-machine to keep its rows under their own machine)")
-    detail = ", ".join(f"{name} {r:.2f}x" for name, r in each)
-    if not 1 / mf.SAME_KIND_TOLERANCE <= ratio <= mf.SAME_KIND_TOLERANCE:
-        raise CliError(f"{path}: not imported: this machine times the samples' untransformed code {ratio:.2f}x the "
-                       f"file's ({detail}), beyond {mf.SAME_KIND_TOLERANCE}x: another kind of machine whose "
-                       "timings cannot stand for this one's (import without --as-this-machine keeps them apart)")
-    print(f"{path}: this machine times the samples' untransformed code {ratio:.2f}x the file's ({detail}): the same kind")
+        ratio, each = mf.check_same_kind(eng, path)
+    print(f"{path}: this machine times the samples' untransformed code {ratio:.2f}x the file's "
+          f"({mf.same_kind_detail(each)}): the same kind")

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from mlir_rl_tui.commands.common import add_json, emit, positive_int
+from mlir_rl_tui.cli.options import add_json, positive_int
+from mlir_rl_tui.cli.output import emit
 
 DESCRIPTION = ("Paste its output into a bug report. It reads the CPU model, the cores and steal time, takes the "
                "roofline from the cache (measured and kept the first time, 10-40 s), and times the matmul "

@@ -6,7 +6,9 @@ from __future__ import annotations
 import argparse
 import os
 
-from mlir_rl_tui.commands.common import CliError, add_json, emit, output_file, positive_int, replacing
+from mlir_rl_tui.cli.options import add_json, positive_int
+from mlir_rl_tui.cli.output import CliError, emit
+from mlir_rl_tui.cli.paths import output_file, replacing
 
 DESCRIPTION = """Writes OUT, a policy checkpoint holding the policies A, B, ... (2 to 4, of one layout). It schedules
 like one policy (optimize, evaluate, the app's suggestion): with --decode vote (the shipped policy's rule)

@@ -6,7 +6,9 @@ from __future__ import annotations
 import argparse
 import os
 
-from mlir_rl_tui.commands.common import CliError, add_json, emit, input_shape, output_file
+from mlir_rl_tui.cli.options import add_json, input_shape
+from mlir_rl_tui.cli.output import CliError, emit
+from mlir_rl_tui.cli.paths import output_file
 
 DESCRIPTION = """Exports an nn.Module with torch.export and torch-mlir (linalg on tensors, weights included).
 NAME is a module class (built with no arguments) or a factory returning a module. This RUNS FILE.py: import

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 
-from mlir_rl_tui.commands.common import add_entry, add_json, add_program, emit, load_program
+from mlir_rl_tui.cli.engine import load_program
+from mlir_rl_tui.cli.options import add_entry, add_json, add_program
+from mlir_rl_tui.cli.output import emit
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from mlir_rl_tui.commands.common import trace_file
+from mlir_rl_tui.cli.paths import trace_file
 
 DESCRIPTION = """Opens the app on a lesson: each step applies a schedule, measures it on this machine and
 explains it; ] next step, [ back, l back to the lesson after trying your own steps. Without NAME, lists the

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 
-from mlir_rl_tui.commands.common import CliError, add_entry, add_program, checkpoint, trace_file
+from mlir_rl_tui.cli.options import add_entry, add_program, checkpoint
+from mlir_rl_tui.cli.output import CliError
+from mlir_rl_tui.cli.paths import trace_file
 
 DESCRIPTION = """The file is parsed in the loader process while this one imports Textual: a bad file fails
 with one line before the screen is taken. With several candidate functions and no --entry, a picker asks."""

@@ -4,19 +4,9 @@ from __future__ import annotations
 
 import argparse
 
-from mlir_rl_tui.commands.common import (
-    Deadline,
-    add_entry,
-    add_json,
-    add_max_seconds,
-    add_program,
-    add_runs,
-    check_measurable,
-    checkpoint,
-    emit,
-    load_program,
-    make_engine,
-)
+from mlir_rl_tui.cli.engine import check_measurable, load_program, make_engine
+from mlir_rl_tui.cli.options import Deadline, add_entry, add_json, add_max_seconds, add_program, add_runs, checkpoint
+from mlir_rl_tui.cli.output import emit
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

@@ -5,15 +5,9 @@ from __future__ import annotations
 import argparse
 import os
 
-from mlir_rl_tui.commands.common import (
-    CliError,
-    add_entry,
-    add_json,
-    add_runs,
-    emit,
-    fmt_speedup,
-    make_engine,
-)
+from mlir_rl_tui.cli.engine import make_engine
+from mlir_rl_tui.cli.options import add_entry, add_json, add_runs
+from mlir_rl_tui.cli.output import CliError, emit, fmt_speedup
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

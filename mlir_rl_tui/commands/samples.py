@@ -7,7 +7,8 @@ import os
 import shutil
 
 import mlir_rl_tui.engine.corpus.samples as shipped
-from mlir_rl_tui.commands.common import CliError, add_json, emit
+from mlir_rl_tui.cli.options import add_json
+from mlir_rl_tui.cli.output import CliError, emit
 
 DESCRIPTION = """Without NAME: the samples, one a line with what it computes, and the folder they are in.
 With NAME and -o: a copy to edit (-o DIR: DIR/NAME.mlir, the folder made if missing; one NAME and -o

@@ -5,21 +5,10 @@ from __future__ import annotations
 import argparse
 import time
 
-from mlir_rl_tui.commands.common import (
-    CliError,
-    add_entry,
-    add_json,
-    add_program,
-    add_runs,
-    check_measurable,
-    checkpoint,
-    emit,
-    fmt_speedup,
-    load_program,
-    make_engine,
-    positive_int,
-    trace_file,
-)
+from mlir_rl_tui.cli.engine import check_measurable, load_program, make_engine
+from mlir_rl_tui.cli.options import add_entry, add_json, add_program, add_runs, checkpoint, positive_int
+from mlir_rl_tui.cli.output import CliError, emit, fmt_speedup
+from mlir_rl_tui.cli.paths import trace_file
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

@@ -13,7 +13,9 @@ import sys
 import textwrap
 
 from mlir_rl_tui.agent import ppo_args, recipes
-from mlir_rl_tui.commands.common import CliError, folder, positive_int
+from mlir_rl_tui.cli.options import positive_int
+from mlir_rl_tui.cli.output import CliError
+from mlir_rl_tui.cli.paths import folder
 
 USAGE = "mlir-rl-tui train [--recipe default --out DIR | --programs ... --out DIR] [options]"
 DESCRIPTION = """--recipe default --out DIR makes the shipped policy from the repository alone, resuming

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 
-from mlir_rl_tui.commands.common import emit, open_tuning_db, output_file, replacing
+from mlir_rl_tui.cli.engine import open_tuning_db
+from mlir_rl_tui.cli.output import emit
+from mlir_rl_tui.cli.paths import output_file, replacing
 
 DESCRIPTION = """show: its workloads and their best schedules on this machine kind (--all: every kind). export FILE:
 its records as JSON lines (a team shares one file per machine kind). import FILE: merge such a file; a line
@@ -24,8 +26,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from mlir_rl_tui.commands.common import CliError
-    from mlir_rl_tui.engine.engine import machine_key
+    from mlir_rl_tui.cli.output import CliError
+    from mlir_rl_tui.engine.store.keys import machine_key
 
     if args.action in ("export", "import") and not args.file:
         raise CliError(f"tuning-db {args.action} needs a FILE")
