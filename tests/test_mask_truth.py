@@ -283,3 +283,43 @@ def test_random_masked_episodes_compute_the_right_result(engine, conv_nchw):
     bad = [(o.program, o.schedule, o.status, o.error) for o in out if o.status in WRONG]
     assert len(out) == 10 and all(o.measured for o in out) and not bad, bad
     assert "| **all** | 10 |" in table(out)
+
+
+#: Two matmuls in a row that start from one fill (torch-mlir shares it when the shapes agree).
+MATMUL_CHAIN_ONE_FILL = """
+func.func @forward(%a: tensor<32x64xf32>, %b: tensor<64x64xf32>, %c: tensor<64x64xf32>) -> tensor<32x64xf32> {
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<32x64xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<32x64xf32>) -> tensor<32x64xf32>
+  %m1 = linalg.matmul ins(%a, %b : tensor<32x64xf32>, tensor<64x64xf32>) outs(%f : tensor<32x64xf32>) -> tensor<32x64xf32>
+  %m2 = linalg.matmul ins(%m1, %c : tensor<32x64xf32>, tensor<64x64xf32>) outs(%f : tensor<32x64xf32>) -> tensor<32x64xf32>
+  return %m2 : tensor<32x64xf32>
+}
+"""
+
+
+@pytest.mark.parametrize("text,prefix,op,bad", [
+    # the consumer itself writes into the fill its producer writes into: 1024 of 2048 elements wrong
+    (MATMUL_CHAIN_ONE_FILL, "", "op0", "op0: TF(8,32,0)"),
+    # the ReLU was fused into the second matmul's tiles; the first matmul (its producer) writes into the
+    # second's fill (the fuzz's MLP block: 8146 of 8192 elements wrong)
+    (MLP_SHARED_EMPTY, "op1: TF(2,64,0)", "op2", "op1: TF(2,64,0); op2: TF(1,32)"),
+])
+def test_tf_of_a_producer_that_writes_into_the_loops_own_fill_is_masked_and_really_wrong(engine, tmp_path, text,
+                                                                                          prefix, op, bad):
+    path = tmp_path / "p.mlir"
+    path.write_text(text)
+    prog = load_file(str(path))
+    choice = transformation_reasons(check_schedule(prog, parse(prefix))[op], prog)["TF"]
+    assert not choice.allowed and "both write into" in choice.reason, choice
+    m = engine.validate(prog, parse(bad), check=False)  # without the mask
+    assert m.status == "wrong-result", (m.status, m.error)
+    untied = text.replace("outs(%f : tensor<32x64xf32>) -> tensor<32x64xf32>\n  return",
+                          "outs(%f2 : tensor<32x64xf32>) -> tensor<32x64xf32>\n  return").replace(
+        "  %m2 = linalg.matmul ins(%m1", "  %f2 = linalg.fill ins(%z : f32) outs(%e : tensor<32x64xf32>) -> "
+        "tensor<32x64xf32>\n  %m2 = linalg.matmul ins(%m1")
+    if untied != text:  # with a fill of its own, the same fusion is allowed and right
+        path.write_text(untied)
+        prog = load_file(str(path))
+        assert transformation_reasons(check_schedule(prog, parse(prefix))[op], prog)["TF"].allowed
+        assert engine.validate(prog, parse(bad)).status == "ok"

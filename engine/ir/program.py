@@ -97,6 +97,8 @@ class LinalgOp:
     fusion_producer: str | None = None
     #: Operand index through which the consumer reads `fusion_producer`'s result.
     fusion_operand: int | None = None
+    #: The ops whose results this op writes into (its output operands' producers, e.g. a linalg.fill).
+    init_producers: list[str] = field(default_factory=list)
     #: For 2-D convolutions and poolings: (output-height loop, kernel-height loop), which must be
     #: tiled to 1 before `decompose` turns the op into a vectorizable 1-D one.
     decompose_dims: tuple[int, int] | None = None
@@ -720,6 +722,8 @@ def _describe(raw_ops: list, name: str) -> list[LinalgOp]:
                     d.producers.append(p.id)
                 if d.id not in p.consumers:
                     p.consumers.append(d.id)
+                if k >= d.n_inputs and p.id not in d.init_producers:
+                    d.init_producers.append(p.id)
                 if best is None or p.index > best[0].index:
                     best = (p, k)
         if best is not None:

@@ -134,6 +134,8 @@ def transformation_reasons(st: OpState, program: Program, limits: Limits = DEFAU
             out[k] = Choice(False, f"{st.op.id} has no linalg producer to fuse")
         elif k == "TF" and (why := unfusable(program.op(st.op.fusion_producer))):
             out[k] = Choice(False, why)
+        elif k == "TF" and (why := shared_init(st, program)):
+            out[k] = Choice(False, why)
         elif k == "TF" and st.fused:
             out[k] = Choice(False, "TF at most once per op: the producer is already fused")
         elif k == "TF" and st.tiled:
@@ -163,6 +165,23 @@ def unfusable(producer: LinalgOp) -> str:
                 return (f"{producer.id} writes dimension {dim} of its result at a constant or combined index: no "
                         f"tile of it follows from a tile of its consumer, so TF would copy all of {producer.id} "
                         "into every tile")
+    return ""
+
+
+def shared_init(st: OpState, program: Program) -> str:
+    """Why TF cannot fuse the producer because of what it writes into ("" if it can): the producer writes into
+    the result of an op (a linalg.fill) that the loop it would be fused into also writes into: the consumer
+    itself, or the op whose tiles the consumer was fused into. MLIR then fuses the producer onto the loop's own
+    output buffer, where it reads the loop's partial results instead of the fill: a wrong result (two matmuls
+    of an MLP sharing one zero fill, the second tiled and fused with the first: 8146 of 8192 elements wrong)."""
+    producer = program.op(st.op.fusion_producer)
+    owners = [st.op] + ([program.op(st.fused_into)] if st.fused_into else [])
+    for owner in owners:
+        shared = set(producer.init_producers) & set(owner.init_producers)
+        if shared:
+            f = sorted(shared)[0]
+            return (f"{producer.id} and {owner.id} both write into {f}'s result: fused into {owner.id}'s tiles, "
+                    f"{producer.id} would read {owner.id}'s partial results instead of {f}'s")
     return ""
 
 
