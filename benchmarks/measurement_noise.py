@@ -56,6 +56,7 @@ class _Applied:
     def __init__(self, d: dict) -> None:
         self.__dict__.update(d)
         self.ok = d.get("status") == "ok"
+        self.flagged = bool(d.get("unsteady") or d.get("far") or d.get("contended"))  # Measurement.flagged
         self.rel_error = d.get("rel_error") or 0.0
         ci, sp = d.get("speedup_ci"), d.get("speedup")
         self.speedup_rel_error = (math.log(ci[1]) - math.log(ci[0])) / 2 if ci and sp else 0.0
