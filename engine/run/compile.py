@@ -74,8 +74,9 @@ SERIAL = (
     "convert-func-to-llvm,reconcile-unrealized-casts"
 )
 # finalize-memref-to-llvm must come before convert-scf-to-cf (scf-to-openmp makes alloca_scope regions)
+# Between the two halves, adjacent parallel regions are merged (engine.rewrite.parallel_regions).
+OPENMP_REGIONS = "func.func(convert-linalg-to-loops),scf-forall-to-parallel,convert-scf-to-openmp{num-threads=0}"
 OPENMP = (
-    "func.func(convert-linalg-to-loops),scf-forall-to-parallel,convert-scf-to-openmp{num-threads=0},"
     "func.func(lower-vector-mask,lower-vector-multi-reduction),func.func(convert-vector-to-scf{full-unroll=true}),"
     "lower-affine,expand-strided-metadata,lower-affine,finalize-memref-to-llvm,convert-scf-to-cf,"
     "convert-math-to-llvm,convert-math-to-libm,convert-vector-to-llvm,convert-ub-to-llvm,convert-arith-to-llvm,convert-index-to-llvm,"
@@ -94,10 +95,13 @@ ASYNC = (
 )
 
 
-def pipeline(parallel: bool, runtime: str = "openmp") -> str:
+def pipeline(parallel: bool, runtime: str = "openmp") -> list[str]:
+    """The lowering's pass pipelines, run one after the other; between two, engine.rewrite.parallel_regions."""
     if not parallel:
-        return f"builtin.module({BUFFERIZE},{SERIAL})"
-    return f"builtin.module({BUFFERIZE},{ASYNC if runtime == 'async' else OPENMP})"
+        return [f"builtin.module({BUFFERIZE},{SERIAL})"]
+    if runtime == "async":
+        return [f"builtin.module({BUFFERIZE},{ASYNC})"]
+    return [f"builtin.module({BUFFERIZE},{OPENMP_REGIONS})", f"builtin.module({OPENMP})"]
 
 
 def mlir_lib_dir() -> str:
@@ -326,15 +330,20 @@ def compile_module(text: str, script_text: str | None, parallel: bool, func: str
 
 def lower(module, parallel: bool, runtime: str) -> None:
     """The transformed module to the LLVM dialect: f32 erf/exp/tanh as arith approximations
-    (engine.rewrite.math_approx), then the pipeline. Raises StageError('compile', msg)."""
+    (engine.rewrite.math_approx), then the pipeline, adjacent parallel regions merged on the way
+    (engine.rewrite.parallel_regions). Raises StageError('compile', msg)."""
     from mlir.passmanager import PassManager
 
     from mlir_rl_tui.engine.rewrite.math_approx import approximate
+    from mlir_rl_tui.engine.rewrite.parallel_regions import merge
 
     try:
         approximate(module)
         _arguments_read_only(module)
-        PassManager.parse(pipeline(parallel, runtime)).run(module.operation)
+        for i, passes in enumerate(pipeline(parallel, runtime)):
+            if i:
+                merge(module)
+            PassManager.parse(passes).run(module.operation)
     except Exception as e:  # noqa: BLE001
         raise StageError("compile", _one_line(e)) from None
 

@@ -1,4 +1,4 @@
-/* The five OpenMP entry points MLIR's OpenMP lowering calls (LLVM's __kmpc_* interface), on GNU OpenMP.
+/* The OpenMP entry points MLIR's OpenMP lowering calls (LLVM's __kmpc_* interface), on GNU OpenMP.
 
    A library `mlir-rl-tui build` or `tune` writes is linked with this file and libgomp.so.1, so that in a
    PyTorch process its parallel regions run on PyTorch's own OpenMP threads (PyTorch's CPU build ships
@@ -8,8 +8,9 @@
    MLIR's convert-scf-to-openmp emits one `omp.parallel` with a static `omp.wsloop` per parallel loop nest,
    without a num_threads clause: __kmpc_fork_call, __kmpc_for_static_init_{4,4u,8,8u} (schedule 34, static
    without a chunk; 33, static with a chunk), __kmpc_for_static_fini, __kmpc_barrier and
-   __kmpc_global_thread_num. The team is GOMP_parallel's default: omp_get_max_threads() of the calling
-   thread (torch.set_num_threads, OMP_NUM_THREADS). Iterations are split as LLVM's runtime splits them
+   __kmpc_global_thread_num; and, in regions engine.rewrite.parallel_regions merged, __kmpc_master and
+   __kmpc_end_master around the serial work between two loops (followed by a barrier). The team is
+   GOMP_parallel's default: omp_get_max_threads() of the calling thread (torch.set_num_threads, OMP_NUM_THREADS). Iterations are split as LLVM's runtime splits them
    (balanced: a thread's share differs from another's by one iteration at most). */
 
 #include <stdarg.h>
@@ -108,6 +109,18 @@ void __kmpc_barrier(ident_t *loc, int32_t gtid) {
   (void)gtid;
   if (!serial)
     GOMP_barrier();
+}
+
+/* The team's first thread runs a master block: the one that forked the region (GNU OpenMP's thread 0). */
+int32_t __kmpc_master(ident_t *loc, int32_t gtid) {
+  (void)loc;
+  (void)gtid;
+  return serial || omp_get_thread_num() == 0;
+}
+
+void __kmpc_end_master(ident_t *loc, int32_t gtid) {
+  (void)loc;
+  (void)gtid;
 }
 
 void __kmpc_for_static_fini(ident_t *loc, int32_t gtid) {
