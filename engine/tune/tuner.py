@@ -193,7 +193,7 @@ class Tuner:
         self._say("the baseline")
         self.ev = ev = Evaluator(self.engine, self.program, 10**9, "tune", cancel=self.cancel)
         base = ev.result.best  # the untransformed program: a start must beat it beyond the noise
-        composed = self._compose()
+        composed = self.compose()
         self._say("the start")
         cands = [composed] + ([self.start_schedule] if to_text(self.start_schedule) != to_text(composed) else [])
         started, t_start = True, time.monotonic()
@@ -360,7 +360,7 @@ class Tuner:
                 continue
         return texts[0]
 
-    def _compose(self) -> Schedule:
+    def compose(self) -> Schedule:
         """Each workload's tuned or best known op schedule, where it is legal for every op of the workload;
         the ops it leaves take the caller's start (asked for only then: the policy's one pass)."""
         sched = self._compose_on(Schedule({}))

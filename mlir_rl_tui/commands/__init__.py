@@ -35,6 +35,7 @@ class Command(NamedTuple):
 
 
 COMMANDS: dict[str, Command] = {
+    "serve": Command("serve", "the app in a browser: one app per visitor, measured on this machine (a classroom)"),
     "samples": Command("samples", "the sample programs that ship with the product: list, print or copy them"),
     "inspect": Command("inspect", "a program's ops, loops, producers/consumers, features and action mask"),
     "apply": Command("apply", "apply a schedule, measure it, report the speedup"),
