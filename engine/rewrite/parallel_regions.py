@@ -17,9 +17,10 @@ before it); any other op between them (a serial loop, a load) keeps the regions 
 
 from __future__ import annotations
 
-#: Part of the cache key of programs that can have several parallel regions (engine.store.keys.cache_key):
-#: their parallel schedules are compiled differently since.
-VERSION = "omp-regions-merged-1"
+# Not part of the cache key (engine.store.keys.cache_key): merging changes how fast a parallel schedule runs,
+# not what it computes, and every multi-op program would otherwise be keyed apart from its sha256, the key the
+# cost model's and the dataset's readers find its rows by. A figure cached before the merge is slower by at most
+# the forks it saves (`--no-cache` measures it again); a library is checked whenever it is built.
 
 #: Ops that neither read nor write memory (or only allocate it) and have no regions: moved above a region.
 _HOIST = frozenset({

@@ -23,18 +23,16 @@ _TAGS: dict[str, list[str]] = {}  # program sha256 -> the rewrite versions its c
 
 def cache_key(program: Program) -> str:
     """The program's part of a measurement's cache key: its sha256, the versions of engine.rewrite.math_approx and
-    engine.rewrite.booleans when it holds what they rewrite (and of engine.rewrite.parallel_regions when it
-    has several ops), and the PyTorch reference beside it when it has one
+    engine.rewrite.booleans when it holds what they rewrite, and the PyTorch reference beside it when it has one
     (a result checked against one reference is not served against another)."""
-    from mlir_rl_tui.engine.rewrite import booleans, math_approx, parallel_regions
+    from mlir_rl_tui.engine.rewrite import booleans, math_approx
     from mlir_rl_tui.engine.run.compile import ARGS_READ_ONLY_VERSION, writes_arguments
 
     key = program.sha256
     tags = _TAGS.get(key)
     if tags is None:  # each a scan of the text (a model with its weights is 90 MB): once per program
         tags = math_approx.versions(program.text) + ([booleans.VERSION] if booleans.rewrites(program.text) else []) \
-            + ([ARGS_READ_ONLY_VERSION] if writes_arguments(program.text) else []) \
-            + ([parallel_regions.VERSION] if len(program.ops) > 1 else [])
+            + ([ARGS_READ_ONLY_VERSION] if writes_arguments(program.text) else [])
         _TAGS[key] = tags
     for tag in tags:  # compiled differently since these rewrites
         key = hashlib.sha256(f"{key}|{tag}".encode()).hexdigest()
