@@ -125,3 +125,28 @@ def test_a_checkpoint_write_that_fails_leaves_the_old_file(monkeypatch, tmp_path
     with pytest.raises(OSError):
         checkpoint.save(str(path), "policy", {"w": torch.zeros(2)}, {"step": 2})
     assert path.read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == ["last.pt"]
+
+
+def test_the_suggestion_tables_numbers_are_read_in_full_in_a_narrow_panel():
+    """In a 140x42 terminal the panel is 40 columns wide: the probabilities and the predicted speedups with
+    their intervals are never cut (they once read "8…" and "11.16x 2.1-5…"); the action's name is cut first."""
+    import dataclasses
+
+    from fake_heads import fake_heads
+    from rich.console import Console
+
+    from mlir_rl_tui.agent.explain import explain
+    from mlir_rl_tui.widgets.suggest import render_suggestion
+
+    sess = Session(load_file(str(SAMPLES / "matmul_bias_relu.mlir")))
+    logp, masks = fake_heads(sess, {"NT": 0.48, "T": 0.29, "TP": 0.15, "TF": 0.08},
+                             {"T": [{4: 0.6, 8: 0.4}, {32: 0.8, 16: 0.2}], "TP": [{32: 0.9, 64: 0.1}, {64: 1.0}]})
+    why = explain(sess, logp, masks, value=1.1, k=4, cost_model=FakeCostModel())
+    wide = [dataclasses.replace(c, predicted=(11.16 + i, 2.1, 52.3)) for i, c in enumerate(why.top)]
+    why = dataclasses.replace(why, top=wide)
+    for width in (34, 37, 40):
+        console = Console(width=width, record=True)
+        console.print(render_suggestion(why.action, [], why))
+        text = console.export_text()
+        for i, c in enumerate(wide):
+            assert f"{c.joint:.0%}" in text and f"{11.16 + i:.2f}x 2.1-52.3" in text, (width, text)

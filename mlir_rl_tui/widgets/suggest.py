@@ -39,9 +39,15 @@ def render_suggestion(action: str, top: list[tuple[str, float]], why: Explanatio
         for name, p in top:
             t.add_row(Text(name, style="bold" if name == action else ""), f"{p:.0%}", _bar(p))
         return Group(head, t)
-    t.add_column("predicted", justify="right", no_wrap=True)
-    t.add_column("", no_wrap=True, overflow="crop")
-    for c in sorted(why.top, key=lambda c: -c.joint):
+    # the numbers are read in full: where the panel is narrow, the action's name is cut and the bar goes
+    # first (a cut "8…" of a probability, or "2.1-5…" of an interval, reads as another number)
+    cands = sorted(why.top, key=lambda c: -c.joint)
+    t.columns[0].min_width = min(9, max((len(c.action) + 2 for c in cands), default=9))
+    t.columns[1].min_width = max((len(f"{c.joint:.0%}") for c in cands), default=1)
+    t.add_column("predicted", justify="right", no_wrap=True,
+                 min_width=max([len("predicted")] + [_predicted(c.predicted).cell_len for c in cands]))
+    t.add_column("", no_wrap=True, overflow="crop", min_width=0)
+    for c in cands:
         mark = c.action == why.action
         t.add_row(Text(("> " if mark else "  ") + c.action, style="bold magenta" if mark else ""),
                   f"{c.joint:.0%}", _predicted(c.predicted), _bar(c.joint))
