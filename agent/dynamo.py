@@ -43,6 +43,8 @@ from collections.abc import Callable
 
 import torch
 
+from mlir_rl_tui.agent.torch_passes import fold_functional_batch_norms
+
 #: options={...} of torch.compile and their defaults (see the module's docstring)
 DEFAULTS = {"minutes": 0.0, "db": None, "policy": None, "seed": 0, "check_speed": True, "verbose": True}
 #: element types of the graph's inputs the library takes (the importer's)
@@ -157,54 +159,6 @@ class CapturedGraph(torch.nn.Module):
         return out[0] if isinstance(out, (tuple, list)) else out
 
 
-def fold_batch_norms(gm: torch.fx.GraphModule, example_inputs: list, constant: list[bool]) -> int:
-    """Eval-mode `batch_norm` after a `conv1d/2d/3d` whose weights, bias and statistics are all constants,
-    folded into the convolution (its weight and bias rescaled, new constants on `gm`; the user's tensors
-    untouched), as `import` folds conv + BatchNorm modules (agent.torch_passes.fold_batch_norms): Dynamo's
-    graphs hold functional calls, not modules. How many were folded."""
-    const: dict[torch.fx.Node, torch.Tensor] = {}
-    for node, x, c in zip([n for n in gm.graph.nodes if n.op == "placeholder"], example_inputs, constant):
-        if c:
-            const[node] = x.detach()
-    convs = {torch.conv1d, torch.conv2d, torch.conv3d, torch.nn.functional.conv1d, torch.nn.functional.conv2d,
-             torch.nn.functional.conv3d}
-    folded = 0
-    for bn in list(gm.graph.nodes):
-        if bn.op != "call_function" or bn.target is not torch.nn.functional.batch_norm or bn.kwargs:
-            continue
-        args = list(bn.args) + [None] * (8 - len(bn.args))
-        y, mean, var, gamma, beta, training, _, eps = args
-        eps = 1e-5 if eps is None else eps
-        conv = y if isinstance(y, torch.fx.Node) else None
-        if training or conv is None or conv.op != "call_function" or conv.target not in convs or conv.kwargs \
-                or len(conv.users) != 1 or any(t is not None and t not in const for t in (gamma, beta)) \
-                or mean not in const or var not in const or conv.args[1] not in const:
-            continue
-        bias = conv.args[2] if len(conv.args) > 2 else None
-        if bias is not None and bias not in const:
-            continue
-        w = const[conv.args[1]]
-        scale = torch.rsqrt(const[var] + eps) * (const[gamma] if gamma is not None else 1.0)
-        new_w = w * scale.reshape(-1, *([1] * (w.dim() - 1)))
-        b = const[bias] if bias is not None else torch.zeros_like(const[mean])
-        new_b = (b - const[mean]) * scale + (const[beta] if beta is not None else 0.0)
-        names = []
-        for t in (new_w, new_b):
-            names.append(f"_folded_bn_{folded}_{len(names)}")
-            gm.register_buffer(names[-1], t.contiguous())
-        with gm.graph.inserting_before(conv):
-            wn, bn_b = gm.graph.get_attr(names[0]), gm.graph.get_attr(names[1])
-        rest = list(conv.args) + [None] * (3 - len(conv.args))
-        conv.args = (rest[0], wn, bn_b, *rest[3:])
-        bn.replace_all_uses_with(conv)
-        gm.graph.erase_node(bn)
-        folded += 1
-    if folded:
-        gm.graph.lint()
-        gm.recompile()
-    return folded
-
-
 def _constants(gm: torch.fx.GraphModule, example_inputs: list) -> list[bool]:
     """Which inputs are the model's parameters or buffers (Dynamo lifts them to graph inputs)."""
     names = [n.target for n in gm.graph.nodes if n.op == "placeholder"]
@@ -237,7 +191,7 @@ def _compile(gm: torch.fx.GraphModule, example_inputs: list, opts: dict):
 
     constant = _constants(gm, example_inputs)
     work = torch.fx.GraphModule(gm, copy.deepcopy(gm.graph))  # folded here; `gm` stays the fallback
-    fold_batch_norms(work, example_inputs, constant)
+    fold_functional_batch_norms(work, example_inputs, constant)
     frozen = CapturedGraph(work, example_inputs, constant).eval()
     inputs = [x for x, c in zip(example_inputs, constant) if not c]
     specs = ["x".join(map(str, x.shape)) + ":" + _DTYPES[x.dtype] for x in inputs]

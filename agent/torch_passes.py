@@ -2,6 +2,7 @@
 
 - `bn`: eval-mode conv + batch norm pairs as one convolution (PyTorch's own
   `torch.fx.experimental.optimization.fuse`, what inference engines and torch.compile's freezing do).
+  `fold_functional_batch_norms` does the same on a TorchDynamo graph (`torch.compile`'s backend).
 - `convt`: a transposed convolution as the sub-pixel convolution it equals (Shi et al. 2016, "Real-time
   single image and video super-resolution using an efficient sub-pixel convolutional neural network"): one
   ordinary convolution of the input with stride**2 times the output channels, then a pixel shuffle and a
@@ -29,6 +30,57 @@ def fold_batch_norms(model):
     before = sum(isinstance(m, torch.nn.modules.batchnorm._BatchNorm) for m in model.modules())
     after = sum(isinstance(m, torch.nn.modules.batchnorm._BatchNorm) for m in fused.modules())
     return fused, before - after
+
+
+def fold_functional_batch_norms(gm, example_inputs: list, constant: list[bool]) -> int:
+    """Eval-mode `batch_norm` after a `conv1d/2d/3d` whose weights, bias and statistics are all constants,
+    folded into the convolution (its weight and bias rescaled, new constants on `gm`; the user's tensors
+    untouched), as `fold_batch_norms` folds conv + BatchNorm modules for `import`: the graphs TorchDynamo
+    hands a backend (agent.dynamo) hold functional calls, not modules; `constant[i]` says which placeholders
+    are the model's parameters and buffers. How many were folded."""
+    import torch
+
+    const: dict = {}
+    for node, x, c in zip([n for n in gm.graph.nodes if n.op == "placeholder"], example_inputs, constant):
+        if c:
+            const[node] = x.detach()
+    convs = {torch.conv1d, torch.conv2d, torch.conv3d, torch.nn.functional.conv1d, torch.nn.functional.conv2d,
+             torch.nn.functional.conv3d}
+    folded = 0
+    for bn in list(gm.graph.nodes):
+        if bn.op != "call_function" or bn.target is not torch.nn.functional.batch_norm or bn.kwargs:
+            continue
+        args = list(bn.args) + [None] * (8 - len(bn.args))
+        y, mean, var, gamma, beta, training, _, eps = args
+        eps = 1e-5 if eps is None else eps
+        conv = y if isinstance(y, torch.fx.Node) else None
+        if training or conv is None or conv.op != "call_function" or conv.target not in convs or conv.kwargs \
+                or len(conv.users) != 1 or any(t is not None and t not in const for t in (gamma, beta)) \
+                or mean not in const or var not in const or conv.args[1] not in const:
+            continue
+        bias = conv.args[2] if len(conv.args) > 2 else None
+        if bias is not None and bias not in const:
+            continue
+        w = const[conv.args[1]]
+        scale = torch.rsqrt(const[var] + eps) * (const[gamma] if gamma is not None else 1.0)
+        new_w = w * scale.reshape(-1, *([1] * (w.dim() - 1)))
+        b = const[bias] if bias is not None else torch.zeros_like(const[mean])
+        new_b = (b - const[mean]) * scale + (const[beta] if beta is not None else 0.0)
+        names = []
+        for t in (new_w, new_b):
+            names.append(f"_folded_bn_{folded}_{len(names)}")
+            gm.register_buffer(names[-1], t.contiguous())
+        with gm.graph.inserting_before(conv):
+            wn, bn_b = gm.graph.get_attr(names[0]), gm.graph.get_attr(names[1])
+        rest = list(conv.args) + [None] * (3 - len(conv.args))
+        conv.args = (rest[0], wn, bn_b, *rest[3:])
+        bn.replace_all_uses_with(conv)
+        gm.graph.erase_node(bn)
+        folded += 1
+    if folded:
+        gm.graph.lint()
+        gm.recompile()
+    return folded
 
 
 def _subpixel_class():

@@ -27,6 +27,8 @@ import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from models import load_zoo  # noqa: E402 - benchmarks/ is a folder of scripts, not a package
 
 CASE = r"""
 import importlib.util, json, statistics, sys, time, warnings
@@ -81,8 +83,6 @@ def spread(xs: list[float]) -> str:
 
 
 def main() -> int:
-    import importlib.util
-
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--zoo", default=os.path.join(HERE, "model_zoo.py"))
     ap.add_argument("--only")
@@ -92,9 +92,7 @@ def main() -> int:
     ap.add_argument("--json", help="write the rows to this file")
     args = ap.parse_args()
     zoo = os.path.abspath(args.zoo)
-    spec = importlib.util.spec_from_file_location("zoo", zoo)
-    z = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(z)
+    z = load_zoo(zoo)
     rows = []
     print("| model | first call, no database | matches eager | graphs served / fallbacks | eager / compiled "
           "| first call, tuned database | compiled / loaded library |")

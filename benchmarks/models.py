@@ -138,9 +138,17 @@ def spread(xs: list[float]) -> str:
     return f"{statistics.median(xs):.2f}x ({min(xs):.2f}-{max(xs):.2f})"
 
 
-def main() -> None:
+def load_zoo(path: str):
+    """A file of models in benchmarks/model_zoo.py's form (a factory per model, MODELS their input shapes)."""
     import importlib.util
 
+    spec = importlib.util.spec_from_file_location("zoo", path)
+    zoo = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(zoo)
+    return zoo
+
+
+def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--minutes", type=float, default=5.0)
     ap.add_argument("--zoo", default=ZOO, help="a file of models like benchmarks/model_zoo.py: a function per model "
@@ -152,9 +160,7 @@ def main() -> None:
     ap.add_argument("--json", help="write the rows to this file")
     args = ap.parse_args()
     zoo = os.path.abspath(args.zoo)
-    spec = importlib.util.spec_from_file_location("zoo", zoo)
-    model_zoo = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(model_zoo)
+    model_zoo = load_zoo(zoo)
     import torch
 
     import mlir_rl_tui.torch as mt

@@ -4,6 +4,7 @@ code with one warning, a new shape is a new graph."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -30,8 +31,6 @@ def close(a, b):
 def run(body: str, tmp_path, timeout: float = 600) -> subprocess.CompletedProcess:
     code = PRELUDE + textwrap.dedent(body)
     env_cache = {"MLIR_RL_TUI_CACHE": str(tmp_path / "cache")}
-    import os
-
     # run outside the checkout: a build's mlir_rl_tui.egg-info there would be the distribution Python finds first
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout,
                           env={**os.environ, **env_cache}, cwd=tmp_path)
@@ -132,7 +131,8 @@ def test_a_new_shape_is_a_new_graph_and_a_changed_weight_is_not_served_stale(tmp
 
 
 def test_a_batch_norm_after_a_convolution_is_folded_into_it_as_import_folds_it():
-    from mlir_rl_tui.agent.dynamo import _constants, fold_batch_norms
+    from mlir_rl_tui.agent.dynamo import _constants
+    from mlir_rl_tui.agent.torch_passes import fold_functional_batch_norms
 
     torch.manual_seed(0)
     m = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.BatchNorm2d(8), torch.nn.ReLU()).eval()
@@ -149,7 +149,7 @@ def test_a_batch_norm_after_a_convolution_is_folded_into_it_as_import_folds_it()
         torch.compile(m, backend=capture)(x)
         gm, xs = captured["gm"], captured["xs"]
         weight = m[0].weight.clone()
-        assert fold_batch_norms(gm, xs, _constants(gm, xs)) == 1
+        assert fold_functional_batch_norms(gm, xs, _constants(gm, xs)) == 1
         assert not [n for n in gm.graph.nodes if n.target is torch.nn.functional.batch_norm]
         assert torch.allclose(gm(*xs)[0], m(x), atol=1e-5)
         assert torch.equal(m[0].weight, weight)  # the user's tensors are untouched

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
 import sys
 
@@ -39,7 +40,6 @@ def run(args: argparse.Namespace) -> int:
         from mlir_rl_tui.web import ClassroomServer
     except ImportError as e:
         raise CliError(f"serving needs textual-serve: pip install 'mlir-rl-tui[serve]' ({e})") from None
-    import os
 
     title = f"mlir-rl-tui: {os.path.basename(args.file)}, measured on {cpu_model('this CPU')} " \
             f"({os.cpu_count()} cores)"
