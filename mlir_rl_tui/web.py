@@ -36,7 +36,11 @@ class ClassroomServer(Server):
         if self.full():
             return web.Response(status=503, content_type="text/html",
                                 text=FULL_PAGE.format(title=html.escape(self.title), n=self.max_visitors))
-        return await super().handle_index(request)
+        response = await super().handle_index(request)
+        if isinstance(response, web.Response) and response.text and "<title>" not in response.text:
+            # textual-serve's page shows the title only in its splash: the tab names the machine too
+            response.text = response.text.replace("<head>", f"<head><title>{html.escape(self.title)}</title>", 1)
+        return response
 
     async def handle_websocket(self, request: web.Request):
         if self.full():  # a page opened before the class filled: refused, not started

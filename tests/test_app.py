@@ -117,6 +117,18 @@ async def test_crashing_step_shows_status_and_undo_recovers(matmul_prog):
         assert app.main.query_one(StatusBar).status == "ok"
 
 
+@sync
+async def test_a_kind_key_and_apply_in_one_tick_apply_that_kind(matmul_prog):
+    # `p x` typed fast (or on a loaded machine, as in a served classroom) reaches the screen in one batch
+    app = make_app(matmul_prog, FakeAdapter())
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        app.main.action_pick("TP")
+        app.main.action_apply()
+        await settle(pilot)
+        assert app.main.schedule_text == "op0: TP(32,32,0)"
+
+
 class RaisingAdapter(FakeAdapter):
     def measure(self, program, schedule, on_progress=None, cancel=None):
         if schedule.ops:

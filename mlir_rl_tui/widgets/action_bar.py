@@ -93,14 +93,14 @@ class ActionBar(Horizontal):
         self._want_focus = True
         sel = self.query_one("#kind", Select)
         if sel.value != kind:
-            sel.value = kind  # -> Select.Changed -> _set_kind
-        else:
-            self._set_kind(kind)
+            sel.value = kind  # its Select.Changed comes later and finds the kind set
+        # now, not on the Changed message: an apply key typed right after (`p x`) must apply this kind
+        self._set_kind(kind)
 
     @on(Select.Changed, "#kind")
     def _kind_changed(self, event: Select.Changed) -> None:
         event.stop()
-        if isinstance(event.value, str):
+        if isinstance(event.value, str) and event.value != self.kind:  # picked with the mouse
             self._set_kind(event.value)
 
     def _set_kind(self, kind: str) -> None:
