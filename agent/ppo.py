@@ -321,7 +321,7 @@ def train(args: Args, on_iteration: Callable[[dict], None] | None = None,
     if args.ray_address:
         import ray
 
-        ray.init(address=None if args.ray_address == "local" else args.ray_address, ignore_reinit_error=True,
+        ray.init(address=args.ray_address, ignore_reinit_error=True,  # "local": always a new one here
                  num_cpus=args.ray_tasks if args.ray_address == "local" else None, log_to_driver=False)
         remote = ray.remote(_collect_remote)
         texts = [p.text for p in programs]

@@ -100,6 +100,20 @@ class Evaluator:
         r.best, r.schedule = m, schedule
         r.history.append((self.spent, r.best.speedup or 0.0))
 
+    @property
+    def width(self) -> int:
+        """Candidates the engine measures at once (a Ray cluster's nodes: engine.cluster; 1 on one machine)."""
+        return getattr(self.engine, "width", 1)
+
+    def prefetch(self, schedules: list[Schedule], quick: bool = False) -> None:
+        """The candidates this search will ask for next, in order: an engine that measures several at once
+        starts them ahead (the search still takes each in its turn, so it decides as it would one by one)."""
+        ahead = getattr(self.engine, "prefetch", None)
+        if ahead is not None and not self.exhausted:
+            todo = [s for s in schedules if to_text(s) not in self.memo]
+            if todo:
+                ahead(self.program, todo, quick)
+
     def speedup(self, schedule: Schedule) -> float:
         """Measure (or recall) a complete schedule: its speedup, 0 for a failure. BudgetExhausted at the end."""
         m = self.measure(schedule)

@@ -162,13 +162,19 @@ def neighbours(ev: Evaluator, point: dict[str, Recipe], allowed: dict[str, list[
 
 
 def hill_step(cands: list[T], rng: np.random.Generator, improves: Callable[[T], bool],
-              stop: Callable[[], bool] = lambda: False) -> T | None:
+              stop: Callable[[], bool] = lambda: False, ahead: Callable[[list[T]], None] | None = None,
+              width: int = 1) -> T | None:
     """One first-improvement hill step: `cands` (a point's neighbours) in a seeded random order, the first
     that `improves` accepts (it measures the candidate and says whether it beats the current point beyond
-    the noise); None at a local optimum, or when `stop()` before a candidate."""
-    for i in rng.permutation(len(cands)):
+    the noise); None at a local optimum, or when `stop()` before a candidate. With `ahead` and a `width`
+    over 1 (an engine measuring several at once), the next `width - 1` candidates in that order are handed
+    to `ahead` before each one is tried: measured ahead, taken in turn."""
+    order = rng.permutation(len(cands))
+    for j, i in enumerate(order):
         if stop():
             return None
+        if ahead is not None and width > 1:
+            ahead([cands[k] for k in order[j + 1:j + width]])
         if improves(cands[i]):
             return cands[i]
     return None
@@ -189,7 +195,10 @@ def hill_climb(ev: Evaluator, rng: np.random.Generator, start: Schedule | None =
         return
     allowed = {op_id: kinds(ev, op_id) for op_id in points[0]}
     point, value = None, None
-    for p in [recipes_of(ev, start, points[0])] if start is not None else starts(ev, allowed):
+    first = [recipes_of(ev, start, points[0])] if start is not None else starts(ev, allowed)
+    if ev.width > 1:
+        ev.prefetch([schedule_from(ev, p) for p in first])
+    for p in first:
         v = ev.measure(schedule_from(ev, p))
         if point is None or ev.better(v, value):
             point, value = p, v
@@ -203,8 +212,12 @@ def hill_climb(ev: Evaluator, rng: np.random.Generator, start: Schedule | None =
             return True
         return False
 
+    def ahead(cands: list[dict[str, Recipe]]) -> None:
+        ev.prefetch([schedule_from(ev, c) for c in cands])
+
     for _ in range(MAX_RESTARTS):
-        while (taken := hill_step(neighbours(ev, point, allowed), rng, improves)) is not None:
+        while (taken := hill_step(neighbours(ev, point, allowed), rng, improves, ahead=ahead,
+                                  width=ev.width)) is not None:
             point = taken
         if ev.better(value, best_value):
             best_point, best_value = point, value

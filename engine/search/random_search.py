@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections import deque
+
 import numpy as np
 
 from mlir_rl_tui.engine.schedule.notation import TILED, Action
@@ -35,5 +37,13 @@ def random_schedule(sess: Session, rng: np.random.Generator) -> Session:
 
 
 def random_search(ev: Evaluator, rng: np.random.Generator) -> None:
+    """Seeded draws, measured in the order drawn. The draws do not depend on the figures, so on an engine
+    that measures several at once (a Ray cluster) the next `width - 1` are drawn ahead and measured ahead:
+    the same candidates in the same order as one by one."""
+    drawn: deque = deque()
     for _ in range(MAX_DRAWS_PER_BUDGET * ev.budget):
-        ev.speedup(random_schedule(ev.session(), rng).schedule)
+        while len(drawn) < max(1, ev.width):
+            drawn.append(random_schedule(ev.session(), rng).schedule)
+        if len(drawn) > 1:
+            ev.prefetch(list(drawn)[1:])
+        ev.speedup(drawn.popleft())

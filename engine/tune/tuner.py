@@ -312,6 +312,11 @@ class Tuner:
         if self.on_progress is not None:
             self.on_progress(self)
 
+    def _origin(self, program: Program, schedule: Schedule, profile: bool = False) -> str:
+        """Who timed a record: on a Ray cluster, its node (engine.cluster); "" here (the database says here)."""
+        origin = getattr(self.engine, "origin", None)
+        return origin(program, schedule, profile) if origin is not None else ""
+
     def _legal(self, schedule: Schedule) -> bool:
         return self._legal_in(self.program, schedule)
 
@@ -411,7 +416,8 @@ class Tuner:
             if per:
                 op = self.program.op(w.ops[0])
                 self.db.add(Record(self.machine, w.key, text, float(np.median(per)), w.label,
-                                   wl.describe(op, self.program), self.program.sha256))
+                                   wl.describe(op, self.program), self.program.sha256,
+                                   self._origin(self.program, schedule, profile=True)))
 
     def _slice(self, w: Workload) -> float:
         """Wall-clock seconds for `w`: the remaining time shared by the waiting workloads' time (`w` among them)."""
@@ -495,7 +501,8 @@ class Tuner:
         text = wl.op_text(ev.result.schedule, rep)
         if ev.result.best.ok and ev.result.best.time_ms:
             self.db.add(Record(self.machine, w.key, text, ev.result.best.time_ms, w.label,
-                               wl.describe(model_rep, self.program), prog.sha256))
+                               wl.describe(model_rep, self.program), prog.sha256,
+                               self._origin(prog, ev.result.schedule)))
         if text != wl.op_text(self.composed, w.ops[0]):
             composed = self._give(self.composed, w, text)
             if composed is not None:
@@ -514,6 +521,8 @@ class Tuner:
         by its figure becomes the best once a paired comparison with the best so far confirms it."""
         texts = [start_text] + [wl.op_text(schedule_from(ev, p), rep) for p in starts(ev)]
         seen: list[tuple[Measurement, Schedule]] = []
+        if ev.width > 1:
+            ev.prefetch([c for c in (give(t) for t in dict.fromkeys(texts)) if c is not None], quick=True)
         for text in dict.fromkeys(texts):
             cand = give(text)
             if cand is not None:
@@ -652,8 +661,13 @@ class Tuner:
             got = try_point(p[rep])
             return got is not None and faster(*got, here)
 
+        def ahead(points) -> None:  # a cluster's idle nodes measure the next candidates (engine.cluster)
+            cands = [give(wl.op_text(schedule_from(ev, {rep: p[rep]}), rep)) for p in points]
+            ev.prefetch([c for c in cands if c is not None], quick=True)
+
         while time.monotonic() < end:
-            taken = hill_step(neighbours(ev, {rep: point}, allowed), rng, improves, stop=lambda: time.monotonic() >= end)
+            taken = hill_step(neighbours(ev, {rep: point}, allowed), rng, improves, stop=lambda: time.monotonic() >= end,
+                              ahead=ahead, width=ev.width)
             if taken is None:
                 return time.monotonic() < end  # a local optimum, unless the deadline stopped the step
             take(got)

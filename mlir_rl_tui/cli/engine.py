@@ -5,16 +5,34 @@ from __future__ import annotations
 
 import argparse
 
-from mlir_rl_tui.cli.output import note
+from mlir_rl_tui.cli.output import CliError, note
 
 
 def make_engine(args: argparse.Namespace):
-    """The engine with the command's `--runs` and `--no-cache`, when it has them."""
+    """The engine with the command's `--runs` and `--no-cache`, when it has them; with `--ray-address`, one that
+    measures on that Ray cluster's nodes (engine.cluster.engine.ClusterEngine)."""
     from mlir_rl_tui.engine import Engine
     from mlir_rl_tui.engine.config import MeasureConfig
 
     cfg = MeasureConfig(runs=getattr(args, "runs", None) or MeasureConfig.runs)
-    return Engine(config=cfg, reuse=not getattr(args, "no_cache", False))
+    local = Engine(config=cfg, reuse=not getattr(args, "no_cache", False))
+    address = getattr(args, "ray_address", None)
+    if not address:
+        return local
+    try:
+        import ray  # noqa: F401 - the optional extra
+
+        from mlir_rl_tui.engine.cluster.engine import ClusterEngine
+    except ImportError:
+        local.close()
+        raise CliError("--ray-address needs Ray: pip install 'mlir-rl-tui[ray]'") from None
+    try:
+        eng = ClusterEngine(local, address, on_note=note)
+    except BaseException:
+        local.close()
+        raise
+    note(f"measuring on {eng.width} nodes of the Ray cluster at {address} ({eng.cluster.cpu})")
+    return eng
 
 
 def open_tuning_db(path: str | None, readonly: bool = False):

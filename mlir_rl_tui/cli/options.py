@@ -119,6 +119,14 @@ def add_runs(p: argparse.ArgumentParser, default: int | None = None, why: str = 
                         "time is the median over the rounds of each round's fastest run, with its 95%% interval")
 
 
+def add_ray(p: argparse.ArgumentParser) -> None:
+    """`--ray-address`, the one definition: measure on a Ray cluster's nodes (engine.cluster)."""
+    p.add_argument("--ray-address", metavar="ADDR",
+                   help="measure on the nodes of this Ray cluster (host:port of its head, or \"local\": a "
+                        "one-node cluster here), one candidate per node at a time; nodes of another machine kind "
+                        "are refused; the database stays this machine's (pip install 'mlir-rl-tui[ray]')")
+
+
 def add_max_seconds(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-seconds", type=positive("seconds"), default=0.0, metavar="S",
                    help="answer within S seconds: the timing stops early (fewer rounds, a wider interval, not "

@@ -22,7 +22,8 @@ def progress_text(t) -> str:
 
     left = max(0.0, t.deadline - time.monotonic())
     parts.append(f"{duration(left)} left")
-    return ", ".join(parts) + f" ({t.stage})"
+    nodes = getattr(t.engine, "status", None)  # on a Ray cluster: each node's work (engine.cluster)
+    return ", ".join(parts) + f" ({t.stage})" + (f" [{nodes()}]" if nodes is not None else "")
 
 
 def report(r, out: str, interrupted: bool) -> str:

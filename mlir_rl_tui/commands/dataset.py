@@ -6,7 +6,7 @@ import argparse
 import time
 
 from mlir_rl_tui.cli.engine import make_engine
-from mlir_rl_tui.cli.options import PROGRAMS_HELP, PROGRAMS_METAVAR, add_runs, positive_int
+from mlir_rl_tui.cli.options import PROGRAMS_HELP, PROGRAMS_METAVAR, add_ray, add_runs, positive_int
 from mlir_rl_tui.cli.output import CliError, emit
 from mlir_rl_tui.cli.paths import dataset_folder, output_file, replacing
 
@@ -31,6 +31,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="comma-separated search methods run on each program (default random,hill)")
     m.add_argument("--seed", type=int, default=0)
     add_runs(m, 3, "cheap data")
+    add_ray(m)
     e = sub.add_parser("export", help="write the cache's measurements of some programs to a file (dataset import reads it)",
                        usage="%(prog)s [-h] FILE --programs PROGRAM [PROGRAM ...]")  # FILE first: --programs takes the rest
     e.add_argument("file", metavar="FILE", help="the measurement file to write (gzipped JSON lines; replaced "

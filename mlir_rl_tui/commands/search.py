@@ -6,7 +6,7 @@ import argparse
 import time
 
 from mlir_rl_tui.cli.engine import check_measurable, load_program, make_engine
-from mlir_rl_tui.cli.options import add_entry, add_json, add_program, add_runs, checkpoint, positive_int
+from mlir_rl_tui.cli.options import add_entry, add_json, add_program, add_ray, add_runs, checkpoint, positive_int
 from mlir_rl_tui.cli.output import CliError, emit, fmt_speedup
 from mlir_rl_tui.cli.paths import trace_file
 
@@ -26,6 +26,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--trace", help="append the best schedule as a trace episode to this JSONL file (new, or a "
                                    "trace: another existing file is refused before the search)")
     add_runs(p, 5, "many candidates")
+    add_ray(p)
     p.add_argument("--model", metavar="FILE", type=checkpoint("cost model file"),
                    help="the cost model of --method guided (default: the shipped one; `mlir-rl-tui costmodel "
                         "train` makes one)")
@@ -53,8 +54,9 @@ def run(args: argparse.Namespace) -> int:
     with ProgressLine() as line, make_engine(args) as eng:
 
         def progress(r) -> None:
+            nodes = getattr(eng, "status", None)  # on a Ray cluster: each node's work
             line.update(f"{args.method}: {r.evaluated} measured, {r.cache_hits} cache hits, budget {args.budget}, "
-                        f"best {fmt_speedup(r.best.speedup)}")
+                        f"best {fmt_speedup(r.best.speedup)}" + (f" [{nodes()}]" if nodes is not None else ""))
 
         line.update(f"{args.method}: measuring the baseline")
         r = search(eng, prog, args.method, args.budget, seed=args.seed, trace=args.trace, on_progress=progress,

@@ -8,7 +8,7 @@ import threading
 
 from mlir_rl_tui.cli.engine import make_engine, open_tuning_db
 from mlir_rl_tui.cli.model import imported, model_program, program_file, source_file
-from mlir_rl_tui.cli.options import checkpoint, input_shape, positive
+from mlir_rl_tui.cli.options import add_ray, checkpoint, input_shape, positive
 from mlir_rl_tui.cli.output import emit
 from mlir_rl_tui.cli.paths import library_file, output_file
 from mlir_rl_tui.cli.tune_report import progress_text, report
@@ -37,6 +37,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="search again the workloads an earlier run cut short, did not reach, or left as too small "
                         "(by default a workload an earlier run ended is not searched again)")
     p.add_argument("--seed", type=int, default=0)
+    add_ray(p)
     p.add_argument("--json", action="store_true", help="print the result as one JSON object")
 
 
