@@ -115,8 +115,9 @@ def drive(runs: list[Run], timeout: float = 300.0) -> None:
 def round_(browser, kind: str) -> list[dict]:
     with tempfile.TemporaryDirectory() as cache:
         server, url = serve(cache, 3)
+        visitors: list[Visitor] = []
         try:
-            visitors = [Visitor(browser, url) for _ in range(1 if kind == "alone" else 3)]
+            visitors += [Visitor(browser, url) for _ in range(1 if kind == "alone" else 3)]
             for v in visitors:
                 v.open()
             for v in visitors:
@@ -136,8 +137,13 @@ def round_(browser, kind: str) -> list[dict]:
                      "waited": any("another process is timing" in s for s in r.seen),
                      "status": r.seen[-1].strip() if r.seen else ""} for r in runs]
         finally:
+            for v in visitors:
+                v.close()
             os.killpg(server.pid, signal.SIGTERM)
-            server.wait(30)
+            try:
+                server.wait(30)
+            except subprocess.TimeoutExpired:
+                os.killpg(server.pid, signal.SIGKILL)
 
 
 def spread(xs: list[float]) -> str:

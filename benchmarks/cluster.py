@@ -30,6 +30,12 @@ RAY = os.path.join(os.path.dirname(sys.executable), "ray")
 RAY_ENV = {"RAY_AUTH_MODE": "disabled"}  # a loopback cluster of this benchmark's own
 
 
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 class LocalCluster:
     """A head and `nodes - 1` more nodes on this machine, one CPU each, node i on core i (taskset: a machine of
     one core each), in a folder of their own."""
@@ -37,16 +43,21 @@ class LocalCluster:
     def __init__(self, nodes: int) -> None:
         self.folder = tempfile.mkdtemp(prefix="rb", dir="/tmp")
         self.cache = os.path.join(self.folder, "nodes-cache")
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            self.port = s.getsockname()[1]
+        self.port = free_port()
+        try:
+            self._start(nodes)
+        except BaseException:
+            self.stop()
+            raise
+
+    def _start(self, nodes: int) -> None:
         env = {**os.environ, **RAY_ENV, "MLIR_RL_TUI_CACHE": self.cache}
         common = ["--node-ip-address=127.0.0.1", "--num-cpus=1", f"--temp-dir={self.folder}", "--disable-usage-stats"]
-        cores = os.cpu_count() or 1
-        self._run(["taskset", "-c", "0", RAY, "start", "--head", f"--port={self.port}", "--include-dashboard=false",
+        cores = sorted(os.sched_getaffinity(0))
+        self._run(["taskset", "-c", str(cores[0]), RAY, "start", "--head", f"--port={self.port}", "--include-dashboard=false",
                    *common], env)
         for i in range(1, nodes):
-            self._run(["taskset", "-c", str(i % cores), RAY, "start", f"--address=127.0.0.1:{self.port}", *common], env)
+            self._run(["taskset", "-c", str(cores[i % len(cores)]), RAY, "start", f"--address=127.0.0.1:{self.port}", *common], env)
         self.address = f"127.0.0.1:{self.port}"
 
     @staticmethod
@@ -96,8 +107,9 @@ def main() -> int:
     rows: dict[str, list[dict]] = {"here": [], "1 node": [], "2 nodes": []}  # a node: one core
     for rnd in range(args.rounds):
         for kind in rows:
-            cluster = None if kind == "here" else LocalCluster(1 if kind == "1 node" else 2)
+            cluster = None
             try:
+                cluster = None if kind == "here" else LocalCluster(1 if kind == "1 node" else 2)
                 rows[kind].append(run_search(args.file, args.method, args.budget, rnd,
                                              cluster.address if cluster else None))
             finally:

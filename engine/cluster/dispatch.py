@@ -77,6 +77,7 @@ class Job:
     id: int = 0
     tries: int = 0
     cancelled: bool = False
+    on_result: Callable[[Any, Node], None] | None = None  # called with the result before the future resolves
 
 
 def lost_errors() -> tuple[type, ...]:
@@ -102,16 +103,40 @@ class Cluster:
         try:
             ray.init(address=address, ignore_reinit_error=True,  # "local": a new one-node cluster here
                      log_to_driver=False, configure_logging=False)
-        except (ConnectionError, ValueError, RuntimeError) as e:
+        except Exception as e:  # noqa: BLE001 - no cluster there, a refused token, a bad address: one line
             raise EngineError(f"--ray-address {address}: cannot connect to the Ray cluster ({one_line(e)})") from None
         self.address = address
-        actor = ray.remote(max_concurrency=2, max_restarts=0)(NodeWorker)
-        candidates = []
+        candidates: list = []
+        try:
+            self._start(ray, NodeAffinitySchedulingStrategy, NodeWorker, limits, config, reuse, candidates)
+        except BaseException:  # a refusal or Ctrl-C while the nodes start: nothing left behind
+            for a, _ in candidates:
+                try:
+                    ray.kill(a)
+                except Exception:  # noqa: BLE001
+                    pass
+            if self._owns:
+                ray.shutdown()
+            raise
+        self._cv = threading.Condition()
+        self._queue: collections.deque[Job] = collections.deque()
+        self._running: dict[Any, tuple[Job, Node]] = {}
+        self._ids = itertools.count(1)
+        self.requeued = 0  # jobs given to another node after theirs died
+        self._closed = False
+        self._thread = threading.Thread(target=self._loop, name="cluster-dispatch", daemon=True)
+        self._thread.start()
+
+    def _start(self, ray, affinity, worker, limits: Limits, config: MeasureConfig, reuse: bool,
+               candidates: list) -> None:
+        """An actor per live node with a CPU (into `candidates`), and the nodes of the cluster's kind kept."""
+        actor = ray.remote(max_concurrency=2, max_restarts=0)(worker)
+        address = self.address
         for n in ray.nodes():
             cpus = int(n.get("Resources", {}).get("CPU", 0))
             if not n.get("Alive") or cpus < 1:
                 continue
-            a = actor.options(num_cpus=cpus, scheduling_strategy=NodeAffinitySchedulingStrategy(n["NodeID"], soft=False),
+            a = actor.options(num_cpus=cpus, scheduling_strategy=affinity(n["NodeID"], soft=False),
                               name=None).remote(limits, config, reuse)
             candidates.append((a, n.get("NodeManagerAddress", "")))
         if not candidates:
@@ -136,14 +161,6 @@ class Cluster:
                                    i["machine"], i["cores"], a, name=f"node {len(self.nodes) + 1}"))
         self.openmp = all(i["openmp"] for i in infos if i and i["machine"] == self.machine)
         self.cpu = self.nodes[0].cpu
-        self._cv = threading.Condition()
-        self._queue: collections.deque[Job] = collections.deque()
-        self._running: dict[Any, tuple[Job, Node]] = {}
-        self._ids = itertools.count(1)
-        self.requeued = 0  # jobs given to another node after theirs died
-        self._closed = False
-        self._thread = threading.Thread(target=self._loop, name="cluster-dispatch", daemon=True)
-        self._thread.start()
 
     @staticmethod
     def _infos(actors: list) -> list[dict | None]:
@@ -174,14 +191,19 @@ class Cluster:
         with self._cv:
             return len(self._queue) + len(self._running)
 
-    def submit(self, method: str, *args, what: str = "") -> Job:
-        job = Job(method, args, Future(), what, next(self._ids))
+    def submit(self, method: str, *args, what: str = "", first: bool = False,
+               on_result: Callable[[Any, Node], None] | None = None) -> Job:
+        """Queue a job; `first`: before the jobs measured ahead (the one a search waits on now)."""
+        job = Job(method, args, Future(), what, next(self._ids), on_result=on_result)
         with self._cv:
             if self._closed:
                 raise EngineError("the cluster is closed")
             if not self.width:
                 raise EngineError("every node of the Ray cluster is gone")
-            self._queue.append(job)
+            if first:
+                self._queue.appendleft(job)
+            else:
+                self._queue.append(job)
             self._cv.notify_all()
         return job
 
@@ -232,17 +254,35 @@ class Cluster:
         for j, _node in running:
             self.cancel(j)
         self._thread.join(10)
-        for n in self.nodes:
-            if n.alive:
-                try:
-                    ray.kill(n.actor)
-                except Exception:  # noqa: BLE001 - gone already
-                    pass
-        if self._owns:
+        for n in self.nodes:  # every actor, a gone node's too (it may hold its node's CPUs still)
+            try:
+                ray.kill(n.actor)
+            except Exception:  # noqa: BLE001 - gone already
+                pass
+        self._thread.join(30)  # the killed actors' calls end: the dispatcher returns
+        if self._owns and not self._thread.is_alive():
             ray.shutdown()
 
     # -- the dispatcher --------------------------------------------------------------------------------
     def _loop(self) -> None:
+        """The dispatcher; if it fails (a Ray system error), every job waiting on it fails, none hangs."""
+        try:
+            self._dispatch()
+        except BaseException as e:  # noqa: BLE001 - told to every waiting job, in one line
+            with self._cv:
+                self._closed = True
+                jobs = list(self._queue) + [j for j, _ in self._running.values()]
+                self._queue.clear()
+                self._running.clear()
+            for j in jobs:
+                if not j.future.done():
+                    j.future.set_exception(EngineError(f"the cluster's dispatcher stopped: {one_line(e)}"))
+
+    @property
+    def dispatching(self) -> bool:
+        return self._thread.is_alive()
+
+    def _dispatch(self) -> None:
         import ray
 
         lost = lost_errors()
@@ -289,13 +329,30 @@ class Cluster:
                 if state is not None:
                     node.states[state] += 1
                     node.flagged += bool(getattr(result, "flagged", False))
+                if job.on_result is not None:  # stored before the waiting search goes on
+                    try:
+                        job.on_result(result, node)
+                    except Exception as e:  # noqa: BLE001 - a figure not stored is still the search's
+                        self.note(f"a figure from {node.name} was not stored: {one_line(e)}")
                 job.future.set_result((result, node))
 
     def _lost(self, job: Job, node: Node, e: BaseException) -> None:
+        import ray
+
+        try:  # the other nodes Ray knows gone (pre-empted together): not tried in turn, each costing a try
+            gone = {n["NodeID"] for n in ray.nodes() if not n.get("Alive")}
+        except Exception:  # noqa: BLE001 - the one node then
+            gone = set()
         with self._cv:
-            if node.alive:
-                node.alive = False
-                self.note(f"{node.label} is gone ({type(e).__name__}): its work goes to the other nodes")
+            for n in self.nodes:
+                if n.alive and (n is node or n.id in gone):
+                    n.alive = False
+                    self.note(f"{n.label} is gone ({type(e).__name__ if n is node else 'found dead'}): its work "
+                              f"goes to the other nodes")
+                    try:
+                        ray.kill(n.actor)
+                    except Exception:  # noqa: BLE001 - gone already
+                        pass
             node.lost += 1
             job.tries += 1
             if job.cancelled or self._closed:

@@ -79,7 +79,7 @@ class ClusterEngine:
             if prev is not None:
                 prev.schedule = full
                 return prev
-            job = self._submit(program, text, quick, use_cache)
+            job = self._submit(program, text, quick, use_cache, first=True)
         m = self._wait(job, cancel, program, text)
         m.schedule = full
         return m
@@ -107,12 +107,12 @@ class ClusterEngine:
         for s in (candidate, incumbent):
             check_schedule(program, s, self.limits, self.openmp)
         job = self.cluster.submit("compare", self._ref(program), to_text(candidate), to_text(incumbent),
-                                  what="comparing")
+                                  what="comparing", first=True)
         got = self._result(job, cancel)
         return got[0] if got is not None else Comparison("cancelled")
 
     def per_op(self, program: Program, schedule: Schedule) -> list[dict]:
-        job = self.cluster.submit("per_op", self._ref(program), to_text(schedule), what="profiling")
+        job = self.cluster.submit("per_op", self._ref(program), to_text(schedule), what="profiling", first=True)
         got = self._result(job, None)
         if got is None:
             raise EngineError("the per-op profile was cancelled")
@@ -142,16 +142,21 @@ class ClusterEngine:
         return lines
 
     def close(self) -> None:
-        with self._lock:
-            ahead = list(self._ahead.values())
-            self._ahead.clear()
-        self.wasted += sum(1 for j in ahead if j.future.done() and not j.future.cancelled())
-        for j in ahead:
-            self.cluster.cancel(j)
-        self.cluster.close()
-        for line in self.report():
-            self.note(line)
-        self.local.close()
+        try:
+            with self._lock:
+                ahead = list(self._ahead.values())
+                self._ahead.clear()
+            self.wasted += sum(1 for j in ahead if j.future.done() and not j.future.cancelled())
+            for j in ahead:
+                self.cluster.cancel(j)
+            self.cluster.close()
+            for line in self.report():
+                self.note(line)
+        finally:
+            self.local.close()
+
+    def __deepcopy__(self, memo: dict) -> ClusterEngine:  # one cluster: not the local engine's copy
+        return self
 
     def __enter__(self) -> ClusterEngine:
         return self
@@ -179,24 +184,22 @@ class ClusterEngine:
         prev.cached = True
         return prev
 
-    def _submit(self, program: Program, text: str, quick: bool, use_cache: bool) -> Job:
-        job = self.cluster.submit("measure", self._ref(program), text, quick, use_cache,
-                                  what=f"measuring {text[:40] or 'the baseline'}")
-        job.future.add_done_callback(lambda f: self._store(f, program, text))
-        return job
+    def _submit(self, program: Program, text: str, quick: bool, use_cache: bool, first: bool = False) -> Job:
+        return self.cluster.submit("measure", self._ref(program), text, quick, use_cache,
+                                   what=f"measuring {text[:40] or 'the baseline'}", first=first,
+                                   on_result=lambda m, node: self._store(m, node, program, text, use_cache))
 
-    def _store(self, f, program: Program, text: str) -> None:
-        """A node's figure into the driver's cache (the one writer), by the Engine's rules for its own."""
-        if f.cancelled() or f.exception() is not None:
-            return
-        m, node = f.result()
+    def _store(self, m: Measurement, node: Node, program: Program, text: str, use_cache: bool) -> None:
+        """A node's figure into the driver's cache (the one writer), by the Engine's rules for its own; called
+        by the dispatcher before the search that waits for it goes on."""
         if m.status == "cancelled":
             return
-        if not m.cached:
-            self.evaluated += 1
-        self._origins[(program.sha256, text)] = self._origin(node)
+        with self._lock:
+            if not m.cached:
+                self.evaluated += 1
+            self._origins[(program.sha256, text)] = self._origin(node)
         cache = self.local.cache
-        if cache is None or m.flagged or m.cut_short or m.status in TRANSIENT \
+        if cache is None or not use_cache or m.flagged or m.cut_short or m.status in TRANSIENT \
                 or (m.status == "wrong-result" and "PyTorch" in (m.error or "")):
             return
         cache.put(cache_key(program), text, self.machine, m.to_record())
@@ -221,6 +224,8 @@ class ClusterEngine:
             try:
                 return job.future.result(timeout=0.1)
             except FutureTimeout:
+                if not self.cluster.dispatching and not job.future.done():
+                    raise EngineError("the cluster's dispatcher stopped") from None
                 continue
             except CancelledError:
                 return None

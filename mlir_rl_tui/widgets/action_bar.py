@@ -100,7 +100,8 @@ class ActionBar(Horizontal):
     @on(Select.Changed, "#kind")
     def _kind_changed(self, event: Select.Changed) -> None:
         event.stop()
-        if isinstance(event.value, str) and event.value != self.kind:  # picked with the mouse
+        # picked with the mouse; a late Changed of a kind picked by a key before (`t p x`) is not
+        if isinstance(event.value, str) and event.value == event.select.value and event.value != self.kind:
             self._set_kind(event.value)
 
     def _set_kind(self, kind: str) -> None:
