@@ -231,3 +231,11 @@ def test_a_node_killed_mid_run_loses_nothing_and_the_run_goes_on_until_stopped(c
         if m.ok and not m.flagged and not m.cut_short:
             eff = to_text(effective(prog, parse(text), eng.limits, eng.openmp))
             assert cache.get(cache_key(prog), eff, eng.machine) is not None, text
+
+
+def test_an_address_nothing_answers_at_is_one_line_at_once(tmp_path):
+    for address, why in ((f"127.0.0.1:{_free_port()}", "no Ray cluster answers there"), ("nohost", "not HOST:PORT")):
+        t = time.monotonic()
+        r = cli(["search", "matmul", "--budget", "2", "--ray-address", address], tmp_path)
+        assert r.returncode != 0 and why in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+        assert time.monotonic() - t < 60

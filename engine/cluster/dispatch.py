@@ -99,6 +99,7 @@ class Cluster:
         from mlir_rl_tui.engine.cluster.node import NodeWorker
 
         self.note = on_note or (lambda s: None)
+        reachable(address)
         self._owns = not ray.is_initialized()  # connected here: disconnected at close
         try:
             ray.init(address=address, ignore_reinit_error=True,  # "local": a new one-node cluster here
@@ -367,6 +368,24 @@ class Cluster:
     def _fail_queued(self, why: str) -> None:
         while self._queue:
             self._queue.popleft().future.set_exception(EngineError(why))
+
+
+def reachable(address: str, timeout: float = 5.0) -> None:
+    """A cluster's HOST:PORT answers a connection (Ray's own connect retries for minutes, silently); "local",
+    "auto" and ray:// addresses are Ray's to resolve."""
+    import socket
+
+    if address in ("local", "auto") or "://" in address:
+        return
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit():
+        raise EngineError(f"--ray-address {address}: not HOST:PORT (the head's address and port, e.g. 10.0.0.5:6379), "
+                          "nor local")
+    try:
+        with socket.create_connection((host, int(port)), timeout=timeout):
+            pass
+    except OSError as e:
+        raise EngineError(f"--ray-address {address}: no Ray cluster answers there ({e.strerror or e})") from None
 
 
 def one_line(e: BaseException) -> str:
