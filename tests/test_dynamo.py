@@ -25,6 +25,13 @@ served, fell = [], []
 import mlir_rl_tui.agent.dynamo as dyn
 def close(a, b):
     return torch.allclose(a, b, rtol=1e-3, atol=1e-4 * float(b.abs().max()))
+def served_calls(m, x, calls=3):  # m under the backend called on x: its outputs, eager's, the fallback warnings
+    c = torch.compile(m, backend="mlir_rl_tui", options={"check_speed": False})
+    with torch.no_grad(), warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        ys = [c(x) for _ in range(calls)]
+        ref = m(x)
+    return ys, ref, [str(x.message) for x in w if issubclass(x.category, dyn.FallbackWarning)]
 """
 
 
@@ -48,13 +55,9 @@ def test_the_backend_is_found_by_its_name_and_a_graph_break_gives_two_served_gra
             return torch.tanh(self.b(y))
     m = Net().eval()
     x = torch.randn(8, 64)
-    c = torch.compile(m, backend="mlir_rl_tui", options={"check_speed": False})
-    with torch.no_grad(), warnings.catch_warnings(record=True) as w:
-        warnings.simplefilter("always")
-        ys = [c(x) for _ in range(3)]
-        ref = m(x)
+    ys, ref, msgs = served_calls(m, x)
     assert all(close(y, ref) for y in ys), [float((y - ref).abs().max()) for y in ys]
-    assert not [x for x in w if issubclass(x.category, dyn.FallbackWarning)], [str(x.message) for x in w]
+    assert not msgs, msgs
     print("OK")
     """, tmp_path)
     assert r.returncode == 0 and "OK" in r.stdout, r.stderr[-3000:]
@@ -72,13 +75,8 @@ def test_an_op_the_engine_does_not_take_runs_as_pytorchs_code_with_one_warning(t
             return torch.sort(self.a(x), dim=-1).values.cumsum(-1)
     m = Sorter().eval()
     x = torch.randn(4, 32)
-    c = torch.compile(m, backend="mlir_rl_tui", options={"check_speed": False})
-    with torch.no_grad(), warnings.catch_warnings(record=True) as w:
-        warnings.simplefilter("always")
-        ys = [c(x) for _ in range(3)]
-        ref = m(x)
+    ys, ref, msgs = served_calls(m, x)
     assert all(close(y, ref) for y in ys)
-    msgs = [str(x.message) for x in w if issubclass(x.category, dyn.FallbackWarning)]
     assert len(msgs) == 1 and "runs as PyTorch's own code" in msgs[0] and "\\n" not in msgs[0], msgs
     print("OK", msgs[0])
     """, tmp_path)

@@ -344,3 +344,35 @@ def test_a_climb_takes_what_a_paired_comparison_finds_faster_and_nothing_else():
     assert w.kept == 1 and w.compared == len(eng.compared) and w.close == w.compared - 1
     assert eng.compared[-1] == (target, to_text(start))  # then no neighbour of it had a faster figure
     assert {c for c, _ in eng.compared} <= {close, target}  # the others' figures were not the faster
+
+
+def test_a_composition_that_loses_is_settled_workload_by_workload(tmp_path):
+    """The end's composition of op schedules tuned on their own programs, clearly slower on the model, is
+    undone without a paired comparison; each workload it changed is then tried alone on the best, the most
+    time first: the one a paired comparison finds faster is kept (its figure the best's over the paired
+    ratio, as its own was no faster), the other, which made the composition slow, is not."""
+    import threading
+
+    from mlir_rl_tui.engine import load
+    from mlir_rl_tui.engine.schedule.notation import parse, to_text
+    from mlir_rl_tui.engine.search.base import Evaluator
+    from mlir_rl_tui.engine.store.tuning_db import TuningDB
+    from mlir_rl_tui.engine.tune.tuner import Tuner
+
+    prog = load(CHAIN)
+    start = parse("op0: T(32) V; op1: T(32) V; op2: T(32) V")
+    composed = parse("op0: T(64) V; op1: T(64) V; op2: T(16) V")
+    good = to_text(parse("op0: T(32) V; op1: T(32) V; op2: T(16) V"))
+    eng = _FixedEngine({to_text(composed): 6.0}, faster=good)
+    tuner = Tuner(eng, prog, TuningDB(str(tmp_path / "db.sqlite")), 60.0)
+    tuner.ev = Evaluator(eng, prog, 10**6, "tune", cancel=threading.Event())
+    tuner.ev.take(eng.measure(prog, start), start)
+    pair, relu = sorted(tuner.workloads, key=lambda w: len(w.ops), reverse=True)
+    assert pair.ops == ["op0", "op1"] and relu.ops == ["op2"]
+    pair.ms, relu.ms = 1.0, 2.0
+    tuner.composed, tuner.given = composed, {pair.key: "T(64) V", relu.key: "T(16) V"}
+    tuner._settle()
+    assert to_text(tuner.ev.result.schedule) == good and to_text(tuner.composed) == good
+    assert eng.compared == [(good, to_text(start))]  # the 6x composition, clearly slower, was not compared
+    assert abs(tuner.ev.result.best.time_ms - 1.0 / 1.1) < 1e-9  # the start's 1.0 ms over the paired 1.1
+    assert tuner.given == {}

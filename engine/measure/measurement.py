@@ -5,7 +5,7 @@ which of them are a moment's rather than the schedule's (`TRANSIENT`)."""
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 
 STATUSES = ("ok", "transform-error", "compile-error", "crash", "timeout", "wrong-result", "cancelled")
 #: Fields of a Measurement the cache does not store (Measurement.to_record)
@@ -177,3 +177,14 @@ def widen(m: Measurement, rel: float) -> None:
     """Make the time's interval at least +-`rel` (relative) around the time."""
     lo, hi = m.time_ci_ms
     m.time_ci_ms = [min(lo, m.time_ms / (1 + rel)), max(hi, m.time_ms * (1 + rel))]
+
+
+def paired_figure(m: Measurement, incumbent: Measurement, c: Comparison) -> Measurement:
+    """`m` (a measurement of c's candidate) with its figure from the paired comparison `c` against
+    `incumbent`'s schedule: the incumbent's time over the paired ratio, with the ratio's interval, where the
+    two were taken in one burst and m's own figure in a slower moment than the incumbent's."""
+    lo, hi = c.speedup_ci or [c.speedup, c.speedup]
+    base = incumbent.speedup or 0.0
+    return replace(m, time_ms=incumbent.time_ms / c.speedup,
+                   time_ci_ms=[incumbent.time_ms / hi, incumbent.time_ms / lo],
+                   speedup=base * c.speedup or None, speedup_ci=[base * lo, base * hi] if base else None)

@@ -44,7 +44,7 @@ from mlir_rl_tui.engine.engine import Engine
 from mlir_rl_tui.engine.errors import EngineError, ScheduleError
 from mlir_rl_tui.engine.ir.extract import extract
 from mlir_rl_tui.engine.ir.program import COMPILE_S_PER_OP, Program
-from mlir_rl_tui.engine.measure.measurement import Measurement
+from mlir_rl_tui.engine.measure.measurement import Measurement, paired_figure
 from mlir_rl_tui.engine.schedule.notation import Schedule, to_text
 from mlir_rl_tui.engine.schedule.state import check_schedule
 from mlir_rl_tui.engine.search.base import BudgetExhausted, Evaluator
@@ -63,6 +63,12 @@ RESTART_PATIENCE = 3
 #: A model whose measurement takes less than this share of the budget has each workload's tuned op schedule
 #: measured on it at once; a larger one all of them together at the end.
 CHEAP_MODEL_SHARE = 0.02
+#: A composition whose quick figure on the model is slower than the best's by less than this factor is
+#: compared with it paired (Engine.compare) before it is undone (_settle).
+SETTLE_SLOWER = 1.5
+#: The end's composition is kept this many model measurements: a quick figure and a paired comparison (two
+#: compiles, a burst of rounds), and one workload tried alone on the model when the composition loses.
+RESERVE_MODELS = 4.0
 
 
 @dataclass
@@ -158,6 +164,8 @@ class Tuner:
         #: per workload tuned alone: its evaluator, representative op, candidate maker and start (restarts go on)
         self._alone_ctx: dict[str, tuple] = {}
         self.model_s, self.reserve = 0.0, 0.0
+        #: each workload's op schedule tuned on its own program, given to `composed` and not yet settled
+        self.given: dict[str, str] = {}
 
     # -- what the progress view reads ------------------------------------------------------------
     @property
@@ -506,7 +514,7 @@ class Tuner:
         if text != wl.op_text(self.composed, w.ops[0]):
             composed = self._give(self.composed, w, text)
             if composed is not None:
-                self.composed = composed
+                self.composed, self.given[w.key] = composed, text
                 if not self.reserve:  # a model measurement is cheap: the composition is measured now
                     try:
                         self._settle()
@@ -551,34 +559,58 @@ class Tuner:
     def _model_took(self, seconds: float) -> None:
         """A model measurement's wall time: whether compositions are measured at once, and the reserve."""
         self.model_s = seconds
-        # the end's composition: a quick figure and a paired comparison (two compiles, a burst of rounds)
-        self.reserve = 0.0 if seconds < CHEAP_MODEL_SHARE * self.seconds else 3.0 * seconds
+        # the end's composition and its fallback (RESERVE_MODELS) are kept time for when it is expensive
+        self.reserve = 0.0 if seconds < CHEAP_MODEL_SHARE * self.seconds else RESERVE_MODELS * seconds
 
     def _settle(self) -> None:
-        """Measure the composed schedule on the model (a quick figure): it is chosen when it beats the best
-        model schedule beyond the noise, or when its figure is the faster and a paired comparison with the
-        best (Engine.compare) finds it faster; a composition that fails or loses is undone."""
+        """Measure the composed schedule on the model (`_try`). When it loses, the workloads whose op schedule
+        it changed are tried one by one on the best, the most time first, until the time is up: one op
+        schedule tuned on its own program and slower on the model (its producer's time there hid its own)
+        undid every other workload's gain with it."""
+        best_s = self._best()[1]
+        if to_text(self.composed) == to_text(best_s):
+            return
+        given = [w for w in self.workloads if w.key in self.given]
+        if self._try(self.composed) or len(given) < 2:
+            self.given.clear()
+            return
+        for w in sorted(given, key=lambda w: -w.ms):
+            cand = self._give(self._best()[1], w, self.given.pop(w.key))
+            if cand is not None and not self.cancel.is_set():
+                self._try(cand)
+        self.given.clear()
+
+    def _try(self, schedule: Schedule) -> bool:
+        """`schedule` measured on the model (a quick figure): taken when it beats the best model schedule
+        beyond the noise, or, unless its figure is clearly the slower (SETTLE_SLOWER), when a paired
+        comparison with the best (Engine.compare) finds it faster: its figure is then the best's over the
+        paired ratio, both taken in one burst. A schedule that fails or loses is undone (`composed` is the
+        best again)."""
         ev = self.ev
         assert ev is not None
         best_m, best_s = self._best()
-        if to_text(self.composed) == to_text(best_s):
-            return
         t = time.monotonic()
-        m = ev.measure(self.composed, quick=True)
+        m = ev.measure(schedule, quick=True)
         if not m.cached:
             self._model_took(time.monotonic() - t)
-        if m.ok and best_m.ok and not m.beats(best_m) and m.time_ms < best_m.time_ms:
-            c = self.engine.compare(self.program, self.composed, best_s, cancel=self.cancel)
+        # a quick figure alone does not undo a composition: on a noisy host it moves with the moment it was
+        # taken in, and the whole model's tuning rests on it; only a clearly slower one is undone unpaired
+        if m.ok and best_m.ok and not m.beats(best_m) and m.time_ms < SETTLE_SLOWER * best_m.time_ms:
+            c = self.engine.compare(self.program, schedule, best_s, cancel=self.cancel)
             if c.status == "cancelled":
                 raise BudgetExhausted()
             won = c.faster
+            if won and m.time_ms >= best_m.time_ms:  # the quick figure was taken in a slower moment than the best's
+                m = paired_figure(m, best_m, c)
         else:
             won = m.ok and (not best_m.ok or m.beats(best_m))
         if won:
-            ev.take(m, self.composed)
+            ev.take(m, schedule)
             self.chosen = None
+            self.composed = schedule
         else:
             self.composed = best_s
+        return won
 
     def _best(self) -> tuple[Measurement, Schedule]:
         """The best model schedule so far: the evaluator's, or the start's composition chosen over it
