@@ -108,17 +108,26 @@ def between_ms(tuned, model, x, seconds: float = 0.3) -> float:
     return statistics.median(times) * 1e3
 
 
+def paired(program, faster: str, slower: str) -> tuple[float, float, float] | None:
+    """`slower`'s time over `faster`'s on `program` (two schedule texts), in one paired burst
+    (Engine.compare), with its 95% interval (None: it failed; 1.0 for the same schedule)."""
+    from mlir_rl_tui.engine import Engine, parse
+
+    if faster == slower:
+        return (1.0, 1.0, 1.0)
+    with Engine() as eng:
+        c = eng.compare(program, parse(faster), parse(slower))
+    return (c.speedup, *c.speedup_ci) if c.status == "ok" and c.speedup_ci else None
+
+
 def start_vs_best(lib: str, start: str, best: str) -> tuple[float, float, float] | None:
-    """The tuned schedule against `tune`'s start on the model, in one paired burst (Engine.compare): the
-    start's time over the tuned one's, with its 95% interval (None: the same schedule, or it failed)."""
-    from mlir_rl_tui.engine import Engine, load_file, parse
+    """The tuned schedule against `tune`'s start on the model, in one paired burst: the start's time over
+    the tuned one's, with its 95% interval (None: the same schedule, or it failed)."""
+    from mlir_rl_tui.engine import load_file
 
     if start == best:
         return None
-    program = load_file(os.path.splitext(lib)[0] + ".mlir")
-    with Engine() as eng:
-        c = eng.compare(program, parse(best), parse(start))
-    return (c.speedup, *c.speedup_ci) if c.status == "ok" and c.speedup_ci else None
+    return paired(load_file(os.path.splitext(lib)[0] + ".mlir"), best, start)
 
 
 def engine_ms(lib: str) -> float:

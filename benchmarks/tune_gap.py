@@ -25,18 +25,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from models import ZOO, load_zoo, tune  # noqa: E402  (this folder's scripts)
-
-
-def paired(program, faster: str, slower: str) -> tuple[float, float, float] | None:
-    """`slower`'s time over `faster`'s, paired in one burst, with its 95% interval (None: it failed)."""
-    from mlir_rl_tui.engine import Engine, parse
-
-    if faster == slower:
-        return (1.0, 1.0, 1.0)
-    with Engine() as eng:
-        c = eng.compare(program, parse(faster), parse(slower))
-    return (c.speedup, *c.speedup_ci) if c.status == "ok" and c.speedup_ci else None
+from models import ZOO, load_zoo, paired, tune  # noqa: E402  (this folder's scripts)
 
 
 def share(a: tuple[float, float, float] | None, b: tuple[float, float, float] | None) -> float | None:
