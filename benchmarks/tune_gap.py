@@ -11,7 +11,6 @@ For each model of a zoo file (benchmarks/model_zoo.py's form: a factory per name
    beyond the noise).
 
     .venv/bin/python benchmarks/tune_gap.py --zoo benchmarks/model_kinds.py [--short 3] [--long 30] [--only a,b]
-                                            [--from DIR]   (the short tunes of a `benchmarks/models.py --out DIR`)
 
 Run it on an otherwise idle machine: it takes up to (SHORT + LONG + 2) minutes per model.
 """
@@ -45,7 +44,6 @@ def main() -> None:
     ap.add_argument("--only", help="comma-separated model names (default: all of the zoo's MODELS)")
     ap.add_argument("--short", type=float, default=3.0, help="the short tune's minutes")
     ap.add_argument("--long", type=float, default=30.0, help="the long tune's minutes")
-    ap.add_argument("--from", dest="short_dir", help="take the short tunes from this benchmarks/models.py --out folder")
     ap.add_argument("--out", help="folder for the libraries and databases (default: a temporary one)")
     ap.add_argument("--json", help="write the rows to this file")
     args = ap.parse_args()
@@ -59,11 +57,6 @@ def main() -> None:
     for name in args.only.split(",") if args.only else list(models):
         runs = {}
         for kind, minutes in (("short", args.short), ("long", args.long)):
-            known = args.short_dir and kind == "short" and os.path.join(args.short_dir, f"{name}.tune.json")
-            if known and os.path.exists(known):
-                with open(known) as f:
-                    runs[kind] = (json.load(f)["first"], None)
-                continue
             db = os.path.join(out, f"{name}.{kind}.tuning.sqlite")
             if os.path.exists(db):
                 os.remove(db)
