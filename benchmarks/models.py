@@ -14,9 +14,10 @@ front-end, a U-Net down block; batch 1):
    run per round). The engine's state probe, built as a library, is timed around every figure: rounds in
    which the host slowed it beyond STEADY_FACTOR are left out (the engine leaves out its own such rounds),
    when 2 or more rounds are left;
-4. the engine's own figure for the library's schedule, measured again right after the rounds (a fastest
-   run per timing round of the kernel in its worker, `apply --no-cache`), against the module's median call
-   alone and between PyTorch calls: the in-process overhead is what the call costs beyond it;
+4. in the same rounds, the engine's own figure for the library's schedule (a fastest run per timing round
+   of the kernel in its worker, `apply --no-cache`), against the module's median call alone and between
+   PyTorch calls, their ratio taken within each round (a slow spell of the host moves both): the
+   in-process overhead is what the call costs beyond it;
 5. the tuned schedule against `tune`'s start, paired in one burst (Engine.compare);
 6. per model: the ratios eager / tuned and compile / tuned (median over rounds, min..max).
 
@@ -209,7 +210,9 @@ def main() -> None:
         torch.testing.assert_close(got_t, want, rtol=1e-3, atol=atol)
         torch.testing.assert_close(got_c, want, rtol=1e-3, atol=atol)
         variants = {"eager": model, "compile": compiled, "tuned": tuned}
-        kinds = [*variants, "between", "fastest"]
+        # the engine's figure is taken in the same rounds: a slow spell of the host that spans a round moves the
+        # module and the engine's figure together, and their ratio is taken within a round
+        kinds = [*variants, "between", "fastest", "engine"]
         taken: dict[str, list[tuple[float, float]]] = {k: [] for k in kinds}  # (ms, the state probe around it)
         with torch.no_grad():
             for r in range(args.rounds):
@@ -219,6 +222,8 @@ def main() -> None:
                         t = between_ms(tuned, model, x)
                     elif k == "fastest":  # the engine's figure is a fastest run per round: the library's, so
                         t = call_ms(tuned, x, stat=min)
+                    elif k == "engine":
+                        t = engine_ms(lib)
                     else:
                         t = call_ms(variants[k], x)
                     taken[k].append((t, max(before, probe())))
@@ -229,7 +234,9 @@ def main() -> None:
         use = steady if len(steady) >= 2 else list(range(args.rounds))
         times = {k: [taken[k][r][0] for r in use] for k in kinds}
         fastest = times["fastest"]
-        engine_now = engine_ms(lib)
+        engine_now = statistics.median(times["engine"])
+        alone_vs_engine = [t / e for t, e in zip(times["tuned"], times["engine"])]
+        between_vs_engine = [t / e for t, e in zip(times["between"], times["engine"])]
         gain = start_vs_best(lib, first.get("start_schedule", ""), first["schedule"])
         vs_eager = [e / t for e, t in zip(times["eager"], times["tuned"])]
         vs_compile = [c / t for c, t in zip(times["compile"], times["tuned"])]
@@ -238,6 +245,7 @@ def main() -> None:
             "eager_ms": statistics.median(times["eager"]), "compile_ms": statistics.median(times["compile"]),
             "tuned_ms": statistics.median(times["tuned"]), "between_ms": statistics.median(times["between"]),
             "engine_ms": engine_now, "engine_tuned_ms": second["best_ms"],
+            "alone_vs_engine": alone_vs_engine, "between_vs_engine": between_vs_engine,
             "tuned_fastest_ms": statistics.median(fastest),
             "vs_eager": vs_eager, "vs_compile": vs_compile, "tune_s": t1, "second_s": t2,
             "second_searched": second["searched"], "measurements": first["measurements"],
@@ -264,8 +272,7 @@ def main() -> None:
     print("|---|---|---|---|---|---|---|")
     for r in rows:
         print(f"| {r['model']} | {r['engine_ms']:.3f} | {r['tuned_ms']:.3f} | {r['between_ms']:.3f} | "
-              f"{r['tuned_fastest_ms']:.3f} | {r['tuned_ms'] / r['engine_ms']:.2f} | "
-              f"{r['between_ms'] / r['engine_ms']:.2f} |")
+              f"{r['tuned_fastest_ms']:.3f} | {spread(r['alone_vs_engine'])} | {spread(r['between_vs_engine'])} |")
     print()
     print("| model | tune's start ms | tuned ms | start / tuned, paired (95% interval) | measurements |")
     print("|---|---|---|---|---|")

@@ -376,3 +376,46 @@ def test_a_composition_that_loses_is_settled_workload_by_workload(tmp_path):
     assert eng.compared == [(good, to_text(start))]  # the 6x composition, clearly slower, was not compared
     assert abs(tuner.ev.result.best.time_ms - 1.0 / 1.1) < 1e-9  # the start's 1.0 ms over the paired 1.1
     assert tuner.given == {}
+
+
+def test_a_producer_tiled_fusion_would_fuse_is_tuned_before_its_consumer(tmp_path):
+    """The workloads go the most time first, except that a producer's workload (the op tiled fusion would fuse
+    into another) goes before its consumer's: the consumer's own program then holds the producer's tuned
+    schedule, which a candidate fusing the producer has to beat. A workload that is its own producer's (a
+    chain of identical ops) is placed once."""
+    from mlir_rl_tui.engine import load
+    from mlir_rl_tui.engine.store.tuning_db import TuningDB
+    from mlir_rl_tui.engine.tune.tuner import Tuner
+
+    prog = load(CHAIN)
+    tuner = Tuner(_FixedEngine({}, ""), prog, TuningDB(str(tmp_path / "db.sqlite")), 60.0)
+    pair, relu = sorted(tuner.workloads, key=lambda w: len(w.ops), reverse=True)
+    assert prog.op("op1").fusion_producer == "op2" and prog.op("op0").fusion_producer == "op1"
+    assert [w.ops for w in tuner._producers_first([pair, relu])] == [["op2"], ["op0", "op1"]]
+    assert [w.ops for w in tuner._producers_first([relu, pair])] == [["op2"], ["op0", "op1"]]
+    assert [w.ops for w in tuner._producers_first([pair])] == [["op0", "op1"]]  # relu not to be tuned
+
+
+def test_a_consumers_own_program_holds_its_producers_tiling_where_its_fusion_has_nothing_to_fuse(tmp_path):
+    """A consumer is tuned on its own program (its op and its producer, engine.ir.extract) with the producer's op
+    schedule in the model. There the producer has no producer of its own, so its tiled fusion (TF) is not legal:
+    its tiling comes as a parallel one (TP; T without OpenMP), not as the untransformed producer a candidate
+    fusing it would beat however slow it is."""
+    from mlir_rl_tui.engine import load
+    from mlir_rl_tui.engine.ir.extract import extract
+    from mlir_rl_tui.engine.schedule.notation import parse, to_text
+    from mlir_rl_tui.engine.store.tuning_db import TuningDB
+    from mlir_rl_tui.engine.tune.tuner import Tuner
+
+    prog = load(CHAIN)
+    alone = extract(prog, [["op0", "op1"]])[0]
+    producer = alone.op("op0").fusion_producer
+    assert producer and alone.op(producer).fusion_producer is None
+    eng = _FixedEngine({}, "")
+    tuner = Tuner(eng, prog, TuningDB(str(tmp_path / "db.sqlite")), 60.0)
+    assert prog.op("op1").fusion_producer and tuner._legal_in(prog, parse("op1: TF(64) T(8) V"))  # in the model
+    assert not tuner._legal_in(alone, parse(f"{producer}: TF(64) T(8) V"))
+    assert to_text(tuner._producer_base(alone, producer, "TF(64) T(8) V")) == f"{producer}: T(64) T(8) V"
+    eng.openmp = True
+    assert to_text(tuner._producer_base(alone, producer, "TF(64) T(8) V")) == f"{producer}: TP(64) T(8) V"
+    assert to_text(tuner._producer_base(alone, producer, "T(32) V")) == f"{producer}: T(32) V"
